@@ -1,0 +1,41 @@
+"""A search hit: what search returns, what answers cite, what every front end prints."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(slots=True)
+class Hit:
+    """One ranked passage with a stable identity.
+
+    `chunk_id` is a short content hash, stable across reindexing of unchanged text. `path` is the file's
+    absolute path (folders) or the page URL (sites); `source` is the registered folder path or site name.
+    `heading` is the heading path joined with " > ". `page` is set for PDFs.
+    """
+
+    chunk_id: str
+    path: str
+    source: str
+    heading: str
+    page: int | None
+    line_start: int
+    line_end: int
+    score: float
+    text: str
+    snippet: str = ""
+
+    def to_dict(self, with_text: bool = False) -> dict[str, Any]:
+        data = asdict(self)
+        if not with_text:
+            data.pop("text")
+        return data
+
+    @property
+    def location(self) -> str:
+        """Human citation: `report.pdf, p. 12` or `setup.md:10-24`."""
+        name = self.path.rsplit("/", 1)[-1] or self.path
+        if self.page is not None:
+            return f"{name}, p. {self.page}"
+        return f"{name}:{self.line_start}-{self.line_end}"

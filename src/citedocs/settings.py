@@ -1,0 +1,107 @@
+"""One Settings object, built at the entry point and passed down.
+
+Sources, highest first: explicit arguments, environment (`CITEDOCS_*`), `.env`, then `config.toml` in the
+platform config dir (or `CITEDOCS_CONFIG`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import platformdirs
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+APP_NAME = "citedocs"
+
+
+def default_db_path() -> Path:
+    return Path(platformdirs.user_data_dir(APP_NAME)) / "index.sqlite3"
+
+
+def default_config_path() -> Path:
+    return Path(os.environ.get("CITEDOCS_CONFIG") or Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CITEDOCS_", env_file=".env", extra="ignore", env_nested_delimiter="__"
+    )
+
+    db: str = Field(default_factory=lambda: str(default_db_path()))
+
+    # indexing
+    chunk_tokens: int = 400
+    chunk_overlap: int = 60
+    chunk_min_tokens: int = 60
+    chunk_max_tokens: int = 560
+    max_file_mb: float = 50.0
+    extra_ignore_dirs: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
+    # search
+    top_k: int = 5
+    search_mode: str = "hybrid"
+
+    # embeddings: "local" (packaged model), "none", "http" (OpenAI-compatible), "st:<model>"
+    embedder: str = "local"
+    embed_base_url: str = ""
+    embed_model: str = ""
+    embed_api_key: SecretStr = SecretStr("")
+    embed_batch: int = 32
+
+    # sites
+    allowed_private_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    default_sites: bool = False
+    fetch_timeout_s: float = 20.0
+    fetch_max_bytes: int = 10 * 1024 * 1024
+    page_cache_size: int = 256
+
+    # answers
+    llm_base_url: str = ""
+    llm_model: str = "local"
+    llm_api_key: SecretStr = SecretStr("")
+    llm_gguf: str = ""
+    llama_server: str = "llama-server"
+    llm_max_tokens: int = 512
+    llm_temperature: float = 0.1
+    llm_read_timeout_s: float = 60.0
+    llm_price_prompt_per_mtok: float = 0.0
+    llm_price_completion_per_mtok: float = 0.0
+    max_concurrent: int = 4
+    relevance_threshold: float = 0.0
+    otel_endpoint: str = ""
+
+    # servers
+    host: str = "127.0.0.1"
+    port: int = 8765
+
+    @field_validator("allowed_private_hosts", "extra_ignore_dirs", mode="before")
+    @classmethod
+    def _split_csv(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=default_config_path())
+        return (init_settings, env_settings, dotenv_settings, toml)
+
+    @property
+    def db_path(self) -> Path:
+        return Path(self.db).expanduser()
