@@ -1,0 +1,242 @@
+"""The `citedocs` command: a thin shell over citedocs.service.Citedocs."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from citedocs.errors import CitedocsError
+from citedocs.settings import Settings
+
+if TYPE_CHECKING:
+    from citedocs.indexer import IndexProgress
+
+app = typer.Typer(
+    name="citedocs",
+    help="Ask your documents; get answers you can check.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console(stderr=True)
+out = Console(soft_wrap=True, highlight=False)
+
+DbOption = Annotated[str | None, typer.Option("--db", help="Index file (default: platform data dir; env CITEDOCS_DB).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+T = TypeVar("T")
+
+EXIT_ERROR = 1
+EXIT_NOT_FOUND = 3
+EXIT_DENIED = 4
+
+
+def settings_for(db: str | None) -> Settings:
+    return Settings(db=db) if db else Settings()
+
+
+@contextmanager
+def service(db: str | None) -> Iterator[Any]:
+    from citedocs.service import Citedocs
+
+    app_ = Citedocs(settings_for(db))
+    try:
+        yield app_
+    finally:
+        app_.close()
+
+
+def run(fn: Callable[[], T]) -> T:
+    """Translate library errors into a message and an exit code; never a traceback for a user error."""
+    from citedocs.errors import AccessDenied, NotFoundError
+
+    try:
+        return fn()
+    except CitedocsError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        code = EXIT_NOT_FOUND if isinstance(exc, NotFoundError) else EXIT_DENIED if isinstance(exc, AccessDenied) else EXIT_ERROR
+        raise typer.Exit(code) from None
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def _progress_bar(label: str) -> tuple[Progress, Callable[[IndexProgress], None]]:
+    bar = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.fields[current]}"), console=console, transient=True,
+    )  # fmt: skip
+    task = bar.add_task(label, total=None, current="")
+
+    def update(p: IndexProgress) -> None:
+        bar.update(task, total=p.total or None, completed=p.done, current=(p.current or "")[-50:])
+
+    return bar, update
+
+
+def _index_and_report(app_: Any, name: str | None, force: bool, as_json: bool) -> None:
+    bar, update = _progress_bar("indexing")
+    with bar:
+        reports = run(lambda: app_.index(name, force=force, progress=update))
+    if as_json:
+        print_json([
+            {"source": r.source, "total": r.total, "indexed": r.indexed, "unchanged": r.unchanged,
+             "failed": r.failed, "removed": r.removed, "seconds": round(r.seconds, 3),
+             "failures": [{"path": p, "reason": why} for p, why in r.failures]}
+            for r in reports
+        ])  # fmt: skip
+        return
+    for r in reports:
+        out.print(
+            f"[bold]{r.source}[/bold]: {r.total} files — {r.indexed} indexed, {r.unchanged} unchanged, "
+            f"{r.failed} failed, {r.removed} removed in {r.seconds:.2f} s"
+        )
+        for path, why in r.failures[:20]:
+            out.print(f"  [yellow]failed[/yellow] {path}: {why}")
+        if len(r.failures) > 20:
+            out.print(f"  … and {len(r.failures) - 20} more (see `citedocs status --json`)")
+
+
+@app.command()
+def add(
+    path: Annotated[str, typer.Argument(help="Folder to register and index.")],
+    include: Annotated[list[str] | None, typer.Option("--include", help="Glob of files to index (repeatable).")] = None,
+    exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Glob of files to skip (repeatable).")] = None,
+    no_index: Annotated[bool, typer.Option("--no-index", help="Register only; index later.")] = False,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Register a folder (read-only) and index it."""
+    with service(db) as app_:
+        source = run(lambda: app_.add_folder(path, include or (), exclude or ()))
+        if not as_json:
+            out.print(f"registered [bold]{source.uri}[/bold]")
+        if not no_index:
+            _index_and_report(app_, source.name, False, as_json)
+        elif as_json:
+            print_json({"name": source.name, "path": source.uri})
+
+
+@app.command()
+def remove(
+    target: Annotated[str, typer.Argument(help="Registered folder path or site name.")],
+    db: DbOption = None,
+) -> None:
+    """Unregister a folder or site and purge its index data (your files are untouched)."""
+    with service(db) as app_:
+        source = run(lambda: app_.remove(target))
+        out.print(f"removed {source.name}")
+
+
+@app.command("list")
+def list_(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """List registered folders and sites with counts and status."""
+    with service(db) as app_:
+        infos = run(app_.list_sources)
+        if as_json:
+            print_json([i.to_dict() for i in infos])
+            return
+        if not infos:
+            out.print("Nothing registered yet. Add a folder with `citedocs add PATH`.")
+            return
+        table = Table("kind", "name", "docs", "chunks", "failed", "status")
+        for i in infos:
+            table.add_row(i.kind, i.name, str(i.docs), str(i.chunks), str(i.failed), i.status)
+        out.print(table)
+
+
+@app.command()
+def reindex(
+    target: Annotated[str | None, typer.Argument(help="One folder or site (default: all folders).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even unchanged files.")] = False,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Index new and changed files, purge deleted ones."""
+    with service(db) as app_:
+        _index_and_report(app_, target, force, as_json)
+
+
+@app.command()
+def status(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Index totals, background jobs and failed files."""
+    with service(db) as app_:
+        data = run(app_.status)
+        if as_json:
+            print_json(data)
+            return
+        t = data["totals"]
+        out.print(f"index {data['db']}: {t['indexed']} documents, {t['chunks']} chunks, {t['failed']} failed")
+        for job in data["jobs"][:3]:
+            out.print(f"  job {job['id']} {job['kind']} {job['state']}: {job['done']}/{job['total']} {job['message'] or ''}")
+        for f in data["failures"][:20]:
+            out.print(f"  [yellow]failed[/yellow] {f['path']}: {f['reason']}")
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    k: Annotated[int, typer.Option("-k", "--top-k", help="Number of results (1-50).")] = 5,
+    mode: Annotated[str | None, typer.Option("--mode", help="keyword | semantic | hybrid")] = None,
+    source: Annotated[str | None, typer.Option("--folder", "--source", help="Limit to one folder or site.")] = None,
+    file_type: Annotated[str | None, typer.Option("--type", help="Limit to a format: md, pdf, docx, …")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Search the index."""
+    with service(db) as app_:
+        result = run(lambda: app_.search(query, k=k, mode=mode, source=source, file_type=file_type))
+        if as_json:
+            print_json([h.to_dict() for h in result.hits])
+            return
+        if result.note:
+            console.print(f"[dim]note: {result.note}[/dim]")
+        if not result.hits:
+            out.print("No matches.")
+        for n, h in enumerate(result.hits, 1):
+            where = f"p. {h.page}" if h.page else f"lines {h.line_start}-{h.line_end}"
+            out.print(f"[bold]{n}. {h.path}[/bold]  [dim]{where} · {h.heading or '—'} · {h.score:.3f} · {h.chunk_id}[/dim]")
+            out.print("   " + re.sub(r"\*\*(.+?)\*\*", r"[bold yellow]\1[/bold yellow]", h.snippet.replace("[", r"\[")))
+
+
+@app.command()
+def read(
+    target: Annotated[str, typer.Argument(help="PATH or PATH:START-END (lines, 1-based).")],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print a file's text (extracted text for pdf/docx/html); only inside registered folders."""
+    path, start, end = parse_read_target(target)
+    with service(db) as app_:
+        result = run(lambda: app_.read(path, start, end))
+        if as_json:
+            print_json({"path": result.path, "start_line": result.start_line, "end_line": result.end_line,
+                        "total_lines": result.total_lines, "text": result.text})  # fmt: skip
+            return
+        sys.stdout.write(result.text + "\n")
+
+
+def parse_read_target(target: str) -> tuple[str, int | None, int | None]:
+    match = re.fullmatch(r"(.+?):(\d+)(?:-(\d+))?", target)
+    if not match:
+        return target, None, None
+    start = int(match.group(2))
+    end = int(match.group(3)) if match.group(3) else start
+    return match.group(1), start, end
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""Incremental indexing of registered folders: stat first, then SHA-256, then parse, chunk and store.
+
+Each file is committed on its own, so a killed indexer loses at most the file it was on; the next run
+skips everything already stored with the same size, mtime or hash and finishes the job without duplicates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from citedocs.analysis import index_text
+from citedocs.chunker import ChunkDraft, chunk_segments
+from citedocs.errors import ParseError
+from citedocs.folders import DEFAULT_IGNORED_DIRS, FoundFile, walk_folder
+from citedocs.parsers import SUPPORTED_EXTENSIONS, format_for, parse_file
+from citedocs.settings import Settings
+from citedocs.store import ChunkRecord, DocumentRecord, Source, Store
+
+
+@dataclass(slots=True)
+class IndexProgress:
+    source: str
+    total: int = 0
+    done: int = 0
+    indexed: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    removed: int = 0
+    current: str | None = None
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+ProgressCallback = Callable[[IndexProgress], None]
+
+
+def chunk_id_for(rel_path: str, heading: str, text: str, seen: dict[str, int]) -> str:
+    """Short content-hash id: stable while the text, its heading and its file stay the same."""
+    digest = hashlib.sha256(f"{rel_path}\0{heading}\0{text}".encode()).hexdigest()[:16]
+    n = seen.get(digest, 0)
+    seen[digest] = n + 1
+    return digest if n == 0 else f"{digest[:13]}-{n}"
+
+
+def chunk_records(rel_path: str, title: str | None, drafts: list[ChunkDraft]) -> list[ChunkRecord]:
+    seen: dict[str, int] = {}
+    name_terms = index_text(Path(rel_path).stem.replace("__", " ") + " " + (title or ""))
+    records = []
+    for ord_, draft in enumerate(drafts):
+        records.append(
+            ChunkRecord(
+                chunk_id=chunk_id_for(rel_path, draft.heading, draft.text, seen),
+                ord=ord_,
+                heading=draft.heading,
+                page_start=draft.page_start,
+                page_end=draft.page_end,
+                line_start=draft.line_start,
+                line_end=draft.line_end,
+                text=draft.text,
+                sha256=hashlib.sha256(draft.text.encode()).hexdigest(),
+                tokens=draft.tokens,
+                heading_terms=f"{name_terms} {index_text(draft.heading)}",
+                body_terms=index_text(draft.text),
+            )
+        )
+    return records
+
+
+class FolderIndexer:
+    def __init__(self, store: Store, settings: Settings, progress: ProgressCallback | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.progress = progress
+
+    def index(self, source: Source, *, force: bool = False) -> IndexProgress:
+        started = time.perf_counter()
+        state = IndexProgress(source=source.name)
+        root = Path(source.uri)
+        job = self.store.start_job(source.id, "index")
+        self.store.update_source(source.id, status="indexing", last_error=None)
+        try:
+            if not root.is_dir():
+                raise FileNotFoundError(f"{root} is not a folder any more")
+            max_bytes = int(self.settings.max_file_mb * 1_048_576)
+            ignored = DEFAULT_IGNORED_DIRS | frozenset(self.settings.extra_ignore_dirs)
+            found = list(
+                walk_folder(
+                    root,
+                    include=source.options.get("include", []),
+                    exclude=source.options.get("exclude", []),
+                    ignored_dirs=ignored,
+                    max_bytes=max_bytes,
+                    supported=SUPPORTED_EXTENSIONS,
+                )
+            )
+            existing = self.store.documents(source.id)
+            state.total = len(found)
+            self.store.update_job(job, total=state.total)
+            for item in found:
+                state.current = item.rel_path
+                self._index_file(source, item, existing.get(str(item.path)), force, max_bytes, state)
+                state.done += 1
+                if state.done % 20 == 0 or state.done == state.total:
+                    self.store.update_job(job, done=state.done, failed=state.failed, current=state.current)
+                if self.progress:
+                    self.progress(state)
+            present = {str(item.path) for item in found}
+            gone = [doc.id for path, doc in existing.items() if path not in present and doc.id is not None]
+            state.removed = self.store.delete_documents(gone)
+        except Exception as exc:
+            self.store.update_job(job, state="failed", message=str(exc), finished=time.time())
+            self.store.update_source(source.id, status="error", last_error=str(exc))
+            raise
+        state.current = None
+        state.seconds = time.perf_counter() - started
+        summary = (
+            f"{state.indexed} indexed, {state.unchanged} unchanged, {state.failed} failed, {state.removed} removed"
+        )
+        self.store.update_job(job, state="done", done=state.done, failed=state.failed, current=None,
+                              message=summary, finished=time.time())  # fmt: skip
+        self.store.update_source(source.id, status="ready", last_indexed=time.time())
+        if self.progress:
+            self.progress(state)
+        return state
+
+    def _index_file(
+        self,
+        source: Source,
+        item: FoundFile,
+        old: DocumentRecord | None,
+        force: bool,
+        max_bytes: int,
+        state: IndexProgress,
+    ) -> None:
+        fmt = format_for(item.path)
+        record = DocumentRecord(
+            path=str(item.path), rel_path=item.rel_path, format=fmt, size=item.size, mtime_ns=item.mtime_ns,
+            sha256=None, status="indexed",
+        )  # fmt: skip
+        if item.problem:
+            if old and old.status == "failed" and old.reason == item.problem and old.size == item.size:
+                state.unchanged += 1
+                return
+            self._fail(source, record, item.problem, state)
+            return
+        if not force and old and old.size == item.size and old.mtime_ns == item.mtime_ns:
+            state.unchanged += 1
+            if old.status == "failed":
+                state.failed += 1
+                state.failures.append((item.rel_path, old.reason or ""))
+            return
+        try:
+            data = item.path.read_bytes()
+        except OSError as exc:
+            self._fail(source, record, f"cannot read: {exc.strerror or exc}", state)
+            return
+        record.sha256 = hashlib.sha256(data).hexdigest()
+        if not force and old and old.sha256 == record.sha256 and old.status != "failed" and old.id is not None:
+            self.store.touch_document(old.id, item.mtime_ns, item.size)
+            state.unchanged += 1
+            return
+        try:
+            parsed = parse_file(item.path, max_bytes=max_bytes)
+        except ParseError as exc:
+            self._fail(source, record, exc.message, state)
+            return
+        except Exception as exc:  # a parser bug must not stop the other files
+            self._fail(source, record, f"parser error ({type(exc).__name__}: {exc})", state)
+            return
+        drafts = chunk_segments(
+            parsed.segments,
+            target=self.settings.chunk_tokens,
+            overlap=self.settings.chunk_overlap,
+            min_tokens=self.settings.chunk_min_tokens,
+            max_tokens=self.settings.chunk_max_tokens,
+        )
+        record.format = parsed.format
+        record.title = parsed.title
+        record.pages = parsed.pages
+        if not drafts:
+            record.status, record.reason = "empty", "no text"
+        self.store.replace_document(source.id, record, chunk_records(item.rel_path, parsed.title, drafts))
+        state.indexed += 1
+
+    def _fail(self, source: Source, record: DocumentRecord, reason: str, state: IndexProgress) -> None:
+        record.status, record.reason = "failed", reason
+        self.store.replace_document(source.id, record, [])
+        state.failed += 1
+        state.failures.append((record.rel_path, reason))

@@ -1,0 +1,1 @@
+"""Ranking: keyword (FTS5 BM25), vectors, fusion."""

@@ -1,0 +1,241 @@
+"""The one library surface that every front end (CLI, MCP, HTTP) calls.
+
+It owns the store and the search engine for one Settings; front ends only translate arguments and errors.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from citedocs.errors import AccessDenied, InputError, NotFoundError
+from citedocs.folders import resolve_confined
+from citedocs.hits import Hit
+from citedocs.indexer import FolderIndexer, IndexProgress, ProgressCallback
+from citedocs.parsers import parse_file
+from citedocs.search.keyword import keyword_ranking
+from citedocs.search.snippets import make_snippet
+from citedocs.analysis import query_terms
+from citedocs.settings import Settings
+from citedocs.store import Source, Store, StoredChunk
+
+MAX_K = 50
+MODES = ("keyword", "semantic", "hybrid")
+
+
+@dataclass(slots=True)
+class SearchResult:
+    query: str
+    mode: str
+    hits: list[Hit]
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "mode": self.mode, "note": self.note, "hits": [h.to_dict() for h in self.hits]}
+
+
+@dataclass(slots=True)
+class ReadResult:
+    path: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    text: str
+    format: str | None = None
+
+
+@dataclass(slots=True)
+class SourceInfo:
+    kind: str
+    name: str
+    uri: str
+    status: str
+    docs: int
+    chunks: int
+    failed: int
+    last_indexed: float | None
+    last_error: str | None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+        if self.kind == "folder":
+            data["path"] = self.uri
+        return data
+
+
+def hit_from_chunk(chunk: StoredChunk, score: float, terms: Sequence[str]) -> Hit:
+    return Hit(
+        chunk_id=chunk.chunk_id,
+        path=chunk.path,
+        source=chunk.source_name,
+        heading=chunk.heading,
+        page=chunk.page_start,
+        line_start=chunk.line_start,
+        line_end=chunk.line_end,
+        score=round(score, 6),
+        text=chunk.text,
+        snippet=make_snippet(chunk.text, terms),
+    )
+
+
+class Citedocs:
+    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+        self.settings = settings
+        self.store = store if store is not None else Store(settings.db_path)
+        self._index_lock = threading.Lock()
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- folders ----------------------------------------------------------------------------------
+    def add_folder(self, path: str | Path, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> Source:
+        folder = Path(path).expanduser()
+        try:
+            resolved = folder.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:
+            raise NotFoundError(f"{path} does not exist.", "Check the path and try again.") from exc
+        if not resolved.is_dir():
+            raise InputError(f"{path} is a file, not a folder.", "Register the folder that contains it.")
+        for existing in self.store.list_sources("folder"):
+            other = Path(existing.uri)
+            if resolved == other:
+                return existing
+            if resolved.is_relative_to(other):
+                raise InputError(
+                    f"{resolved} is already covered by the registered folder {other}.",
+                    "Search it with `--folder` instead of registering it again.",
+                )
+        return self.store.add_source("folder", str(resolved), str(resolved),
+                                     {"include": list(include), "exclude": list(exclude)})  # fmt: skip
+
+    def folders(self) -> list[Path]:
+        return [Path(s.uri) for s in self.store.list_sources("folder")]
+
+    def find_source(self, name_or_path: str) -> Source:
+        source = self.store.find_source(name_or_path)
+        if source is None:
+            try:
+                resolved = str(Path(name_or_path).expanduser().resolve())
+            except (OSError, RuntimeError):
+                resolved = name_or_path
+            source = self.store.find_source(resolved)
+        if source is None:
+            raise NotFoundError(
+                f"{name_or_path} is not a registered folder or site.", "Run `citedocs list` to see what is registered."
+            )
+        return source
+
+    def remove(self, name_or_path: str) -> Source:
+        source = self.find_source(name_or_path)
+        self.store.remove_source(source.id)
+        return source
+
+    def list_sources(self, kind: str | None = None) -> list[SourceInfo]:
+        out = []
+        for s in self.store.list_sources(kind):  # type: ignore[arg-type]
+            counts = self.store.counts(s.id)
+            out.append(SourceInfo(s.kind, s.name, s.uri, s.status, counts["indexed"], counts["chunks"],
+                                  counts["failed"], s.last_indexed, s.last_error, s.options))  # fmt: skip
+        return out
+
+    def index(
+        self, name: str | None = None, *, force: bool = False, progress: ProgressCallback | None = None
+    ) -> list[IndexProgress]:
+        sources = [self.find_source(name)] if name else self.store.list_sources("folder")
+        reports = []
+        with self._index_lock:
+            indexer = FolderIndexer(self.store, self.settings, progress)
+            for source in sources:
+                if source.kind == "folder":
+                    reports.append(indexer.index(source, force=force))
+        return reports
+
+    def index_in_background(self, name: str | None = None, *, force: bool = False) -> threading.Thread:
+        thread = threading.Thread(target=self.index, args=(name,), kwargs={"force": force}, daemon=True,
+                                  name="citedocs-indexer")  # fmt: skip
+        thread.start()
+        return thread
+
+    # -- status -----------------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        jobs = []
+        for job in self.store.recent_jobs(10):
+            state = job.state
+            if state == "running" and job.pid is not None and not _alive(job.pid):
+                state = "interrupted"
+            jobs.append({"id": job.id, "source_id": job.source_id, "kind": job.kind, "state": state,
+                         "total": job.total, "done": job.done, "failed": job.failed, "current": job.current,
+                         "message": job.message, "started": job.started, "finished": job.finished})  # fmt: skip
+        return {
+            "db": self.store.path,
+            "totals": self.store.counts(),
+            "sources": [s.to_dict() for s in self.list_sources()],
+            "jobs": jobs,
+            "failures": [{"path": p, "reason": r} for p, r in self.store.failed_documents()],
+        }
+
+    # -- search -----------------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        mode: str | None = None,
+        source: str | None = None,
+        file_type: str | None = None,
+    ) -> SearchResult:
+        k = self.settings.top_k if k is None else k
+        if not 1 <= k <= MAX_K:
+            raise InputError(f"k must be between 1 and {MAX_K}, got {k}.", "Ask for fewer results.")
+        mode = mode or self.settings.search_mode
+        if mode not in MODES:
+            raise InputError(f"Unknown search mode {mode!r}.", f"Use one of: {', '.join(MODES)}.")
+        if not query.strip():
+            raise InputError("The query is empty.", "Type some words to search for.")
+        source_ids = [self.find_source(source).id] if source else None
+        formats = [file_type.lower().lstrip(".")] if file_type else None
+        note = None
+        if mode != "keyword":
+            note = "semantic search is not available yet; keyword results shown"
+        terms = query_terms(query)
+        ranking = keyword_ranking(self.store, query, k, source_ids=source_ids, formats=_format_aliases(formats))
+        chunks = self.store.chunks_by_rowid([rowid for rowid, _ in ranking])
+        hits = [hit_from_chunk(chunks[rowid], score, terms) for rowid, score in ranking if rowid in chunks]
+        return SearchResult(query, "keyword", hits, note)
+
+    # -- reading ----------------------------------------------------------------------------------
+    def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ReadResult:
+        _, resolved = resolve_confined(path, self.folders())
+        if not resolved.is_file():
+            raise AccessDenied(f"{path} is not a file.", "Pass the path of a file inside a registered folder.")
+        parsed = parse_file(resolved, max_bytes=int(self.settings.max_file_mb * 1_048_576))
+        lines = parsed.text.split("\n")
+        start = max(1, start_line or 1)
+        end = min(len(lines), end_line or len(lines))
+        if start > len(lines):
+            raise InputError(f"{path} has only {len(lines)} lines.", f"Ask for lines 1-{len(lines)}.")
+        return ReadResult(str(resolved), start, end, len(lines), "\n".join(lines[start - 1 : end]), parsed.format)
+
+
+_FORMAT_ALIASES = {"md": "markdown", "mdx": "markdown", "htm": "html", "txt": "text"}
+
+
+def _format_aliases(formats: list[str] | None) -> list[str] | None:
+    return None if formats is None else [_FORMAT_ALIASES.get(f, f) for f in formats]
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
