@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 from citedocs.chunker import chunk_segments, estimate_tokens
 from citedocs.parsers.base import Segment
 
@@ -24,7 +26,7 @@ def test_long_section_splits_near_target_with_overlap() -> None:
     assert len(chunks) >= 4
     assert all(c.tokens <= 560 for c in chunks)
     assert all(c.heading == "Guide" for c in chunks)
-    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+    for prev, nxt in itertools.pairwise(chunks):
         # the next chunk starts with text the previous one ended with (overlap), never skips a paragraph
         assert nxt.line_start <= prev.line_end + 2
     covered = set()
@@ -34,7 +36,11 @@ def test_long_section_splits_near_target_with_overlap() -> None:
 
 
 def test_code_block_is_never_split_even_when_large() -> None:
-    code = "```python\n" + "\n".join(f"x_{i} = {i}  # a fairly long line of code here" for i in range(200)) + "\n```"
+    code = (
+        "```python\n"
+        + "\n".join(f"x_{i} = {i}  # a fairly long line of code here" for i in range(200))
+        + "\n```"
+    )
     before = Segment(_para(50), ("API",), 1, 1)
     block = Segment(code, ("API",), 3, 3 + code.count("\n"), kind="code")
     after = Segment(_para(50), ("API",), 205, 205)

@@ -75,7 +75,7 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
 def test_generation_changes_on_writes_for_cache_invalidation(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "i.db")
     src = store.add_source("folder", "/f", "/f")
-    changed, gen = store.changed_since(store.generation)
+    _, gen = store.changed_since(store.generation)
     store.replace_document(src.id, _doc("/f/a.md"), [_chunk(1, "alpha")])
     other = SQLiteStore(tmp_path / "i.db")  # another process's view
     assert other.changed_since(gen)[0]

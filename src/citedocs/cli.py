@@ -30,7 +30,9 @@ app = typer.Typer(
 console = Console(stderr=True)
 out = Console(soft_wrap=True, highlight=False)
 
-DbOption = Annotated[str | None, typer.Option("--db", help="Index file (default: platform data dir; env CITEDOCS_DB).")]
+DbOption = Annotated[
+    str | None, typer.Option("--db", help="Index file (default: platform data dir; env CITEDOCS_DB).")
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 T = TypeVar("T")
 
@@ -62,7 +64,13 @@ def run(fn: Callable[[], T]) -> T:
         return fn()
     except CitedocsError as exc:
         console.print(f"[red]error:[/red] {exc}")
-        code = EXIT_NOT_FOUND if isinstance(exc, NotFoundError) else EXIT_DENIED if isinstance(exc, AccessDenied) else EXIT_ERROR
+        code = (
+            EXIT_NOT_FOUND
+            if isinstance(exc, NotFoundError)
+            else EXIT_DENIED
+            if isinstance(exc, AccessDenied)
+            else EXIT_ERROR
+        )
         raise typer.Exit(code) from None
 
 
@@ -109,8 +117,12 @@ def _index_and_report(app_: Any, name: str | None, force: bool, as_json: bool) -
 @app.command()
 def add(
     path: Annotated[str, typer.Argument(help="Folder to register and index.")],
-    include: Annotated[list[str] | None, typer.Option("--include", help="Glob of files to index (repeatable).")] = None,
-    exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Glob of files to skip (repeatable).")] = None,
+    include: Annotated[
+        list[str] | None, typer.Option("--include", help="Glob of files to index (repeatable).")
+    ] = None,
+    exclude: Annotated[
+        list[str] | None, typer.Option("--exclude", help="Glob of files to skip (repeatable).")
+    ] = None,
     no_index: Annotated[bool, typer.Option("--no-index", help="Register only; index later.")] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
@@ -177,7 +189,9 @@ def status(db: DbOption = None, as_json: JsonOption = False) -> None:
         t = data["totals"]
         out.print(f"index {data['db']}: {t['indexed']} documents, {t['chunks']} chunks, {t['failed']} failed")
         for job in data["jobs"][:3]:
-            out.print(f"  job {job['id']} {job['kind']} {job['state']}: {job['done']}/{job['total']} {job['message'] or ''}")
+            out.print(
+                f"  job {job['id']} {job['kind']} {job['state']}: {job['done']}/{job['total']} {job['message'] or ''}"
+            )
         for f in data["failures"][:20]:
             out.print(f"  [yellow]failed[/yellow] {f['path']}: {f['reason']}")
 
@@ -187,8 +201,12 @@ def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     k: Annotated[int, typer.Option("-k", "--top-k", help="Number of results (1-50).")] = 5,
     mode: Annotated[str | None, typer.Option("--mode", help="keyword | semantic | hybrid")] = None,
-    source: Annotated[str | None, typer.Option("--folder", "--source", help="Limit to one folder or site.")] = None,
-    file_type: Annotated[str | None, typer.Option("--type", help="Limit to a format: md, pdf, docx, …")] = None,
+    source: Annotated[
+        str | None, typer.Option("--folder", "--source", help="Limit to one folder or site.")
+    ] = None,
+    file_type: Annotated[
+        str | None, typer.Option("--type", help="Limit to a format: md, pdf, docx, …")
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -204,8 +222,13 @@ def search(
             out.print("No matches.")
         for n, h in enumerate(result.hits, 1):
             where = f"p. {h.page}" if h.page else f"lines {h.line_start}-{h.line_end}"
-            out.print(f"[bold]{n}. {h.path}[/bold]  [dim]{where} · {h.heading or '—'} · {h.score:.3f} · {h.chunk_id}[/dim]")
-            out.print("   " + re.sub(r"\*\*(.+?)\*\*", r"[bold yellow]\1[/bold yellow]", h.snippet.replace("[", r"\[")))
+            out.print(
+                f"[bold]{n}. {h.path}[/bold]  [dim]{where} · {h.heading or '—'} · {h.score:.3f} · {h.chunk_id}[/dim]"
+            )
+            out.print(
+                "   "
+                + re.sub(r"\*\*(.+?)\*\*", r"[bold yellow]\1[/bold yellow]", h.snippet.replace("[", r"\["))
+            )
 
 
 @app.command()

@@ -68,7 +68,9 @@ def walk_folder(
                 yield FoundFile(path, rel, 0, 0, problem=f"cannot read: {exc}")
                 continue
             if not real.is_relative_to(root_resolved):
-                yield FoundFile(path, rel, 0, 0, problem="a symlink that leaves the registered folder; not read")
+                yield FoundFile(
+                    path, rel, 0, 0, problem="a symlink that leaves the registered folder; not read"
+                )
                 continue
             if not real.is_file():
                 continue
@@ -121,4 +123,6 @@ def resolve_confined(path: str, folders: Sequence[Path]) -> tuple[Path, Path]:
             f"{path} is outside every registered folder.",
             "Only files inside folders added with `citedocs add` can be read; run `citedocs list` to see them.",
         )
-    raise NotFoundError(f"{path} does not exist in any registered folder.", "Check the path with `citedocs list`.")
+    raise NotFoundError(
+        f"{path} does not exist in any registered folder.", "Check the path with `citedocs list`."
+    )

@@ -117,9 +117,7 @@ class FolderIndexer:
             raise
         state.current = None
         state.seconds = time.perf_counter() - started
-        summary = (
-            f"{state.indexed} indexed, {state.unchanged} unchanged, {state.failed} failed, {state.removed} removed"
-        )
+        summary = f"{state.indexed} indexed, {state.unchanged} unchanged, {state.failed} failed, {state.removed} removed"
         self.store.update_job(job, state="done", done=state.done, failed=state.failed, current=None,
                               message=summary, finished=time.time())  # fmt: skip
         self.store.update_source(source.id, status="ready", last_indexed=time.time())
@@ -159,7 +157,13 @@ class FolderIndexer:
             self._fail(source, record, f"cannot read: {exc.strerror or exc}", state)
             return
         record.sha256 = hashlib.sha256(data).hexdigest()
-        if not force and old and old.sha256 == record.sha256 and old.status != "failed" and old.id is not None:
+        if (
+            not force
+            and old
+            and old.sha256 == record.sha256
+            and old.status != "failed"
+            and old.id is not None
+        ):
             self.store.touch_document(old.id, item.mtime_ns, item.size)
             state.unchanged += 1
             return

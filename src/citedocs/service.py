@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from citedocs.analysis import query_terms
 from citedocs.errors import AccessDenied, InputError, NotFoundError
 from citedocs.folders import resolve_confined
 from citedocs.hits import Hit
@@ -19,7 +20,6 @@ from citedocs.indexer import FolderIndexer, IndexProgress, ProgressCallback
 from citedocs.parsers import parse_file
 from citedocs.search.keyword import keyword_ranking
 from citedocs.search.snippets import make_snippet
-from citedocs.analysis import query_terms
 from citedocs.settings import Settings
 from citedocs.store import Source, Store, StoredChunk
 
@@ -35,7 +35,12 @@ class SearchResult:
     note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "mode": self.mode, "note": self.note, "hits": [h.to_dict() for h in self.hits]}
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "note": self.note,
+            "hits": [h.to_dict() for h in self.hits],
+        }
 
 
 @dataclass(slots=True)
@@ -62,7 +67,7 @@ class SourceInfo:
     options: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        data = {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+        data = {k: getattr(self, k) for k in self.__slots__}
         if self.kind == "folder":
             data["path"] = self.uri
         return data
@@ -93,7 +98,9 @@ class Citedocs:
         self.store.close()
 
     # -- folders ----------------------------------------------------------------------------------
-    def add_folder(self, path: str | Path, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> Source:
+    def add_folder(
+        self, path: str | Path, include: Sequence[str] = (), exclude: Sequence[str] = ()
+    ) -> Source:
         folder = Path(path).expanduser()
         try:
             resolved = folder.resolve(strict=True)
@@ -126,7 +133,8 @@ class Citedocs:
             source = self.store.find_source(resolved)
         if source is None:
             raise NotFoundError(
-                f"{name_or_path} is not a registered folder or site.", "Run `citedocs list` to see what is registered."
+                f"{name_or_path} is not a registered folder or site.",
+                "Run `citedocs list` to see what is registered.",
             )
         return source
 
@@ -203,7 +211,9 @@ class Citedocs:
         if mode != "keyword":
             note = "semantic search is not available yet; keyword results shown"
         terms = query_terms(query)
-        ranking = keyword_ranking(self.store, query, k, source_ids=source_ids, formats=_format_aliases(formats))
+        ranking = keyword_ranking(
+            self.store, query, k, source_ids=source_ids, formats=_format_aliases(formats)
+        )
         chunks = self.store.chunks_by_rowid([rowid for rowid, _ in ranking])
         hits = [hit_from_chunk(chunks[rowid], score, terms) for rowid, score in ranking if rowid in chunks]
         return SearchResult(query, "keyword", hits, note)
@@ -212,14 +222,18 @@ class Citedocs:
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ReadResult:
         _, resolved = resolve_confined(path, self.folders())
         if not resolved.is_file():
-            raise AccessDenied(f"{path} is not a file.", "Pass the path of a file inside a registered folder.")
+            raise AccessDenied(
+                f"{path} is not a file.", "Pass the path of a file inside a registered folder."
+            )
         parsed = parse_file(resolved, max_bytes=int(self.settings.max_file_mb * 1_048_576))
         lines = parsed.text.split("\n")
         start = max(1, start_line or 1)
         end = min(len(lines), end_line or len(lines))
         if start > len(lines):
             raise InputError(f"{path} has only {len(lines)} lines.", f"Ask for lines 1-{len(lines)}.")
-        return ReadResult(str(resolved), start, end, len(lines), "\n".join(lines[start - 1 : end]), parsed.format)
+        return ReadResult(
+            str(resolved), start, end, len(lines), "\n".join(lines[start - 1 : end]), parsed.format
+        )
 
 
 _FORMAT_ALIASES = {"md": "markdown", "mdx": "markdown", "htm": "html", "txt": "text"}

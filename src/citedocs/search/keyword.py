@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from citedocs.analysis import fts_match, query_terms
+from citedocs.analysis import fts_match, query_groups, query_terms
 from citedocs.store import Store
 
 HEADING_WEIGHT = 2.0
@@ -19,9 +19,30 @@ def keyword_ranking(
     formats: Sequence[str] | None = None,
 ) -> list[tuple[int, float]]:
     """(chunk rowid, score) best first; user text can never be an FTS syntax error."""
-    terms = query_terms(query)
+    terms = effective_terms(store, query)
     if not terms:
         return []
     return store.keyword_search(
         fts_match(terms), k, source_ids=source_ids, formats=formats, heading_weight=HEADING_WEIGHT
     )
+
+
+def effective_terms(store: Store, query: str) -> list[str]:
+    """Query terms, with a compound identifier searched as a whole when the index knows it.
+
+    `snake_case` then matches `snake_case`, not every chunk that says "case"; an identifier the index has
+    never seen falls back to its parts, so `snake_case` still finds "snake case" in prose.
+    """
+    groups = query_groups(query)
+    if not groups:
+        return query_terms(query)
+    wholes = [g[-1] for g in groups if len(g) > 1]
+    known = store.term_document_counts(wholes) if wholes else {}
+    out: dict[str, None] = {}
+    for group in groups:
+        if len(group) > 1 and known.get(group[-1], 0) > 0:
+            out.setdefault(group[-1], None)
+        else:
+            for term in group:
+                out.setdefault(term, None)
+    return list(out)

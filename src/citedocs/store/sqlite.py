@@ -115,7 +115,9 @@ class SQLiteStore:
             )
 
     # -- sources ----------------------------------------------------------------------------------
-    def add_source(self, kind: SourceKind, name: str, uri: str, options: dict[str, Any] | None = None) -> Source:
+    def add_source(
+        self, kind: SourceKind, name: str, uri: str, options: dict[str, Any] | None = None
+    ) -> Source:
         with self.transaction() as conn:
             try:
                 cur = conn.execute(
@@ -133,7 +135,9 @@ class SQLiteStore:
     def source_by_id(self, source_id: int) -> Source:
         row = self._conn().execute("SELECT * FROM sources WHERE id = ?", (source_id,)).fetchone()
         if row is None:
-            raise NotFoundError(f"No source with id {source_id}.", "Run `citedocs list` to see what is registered.")
+            raise NotFoundError(
+                f"No source with id {source_id}.", "Run `citedocs list` to see what is registered."
+            )
         return Source.from_row(row)
 
     def find_source(self, name: str) -> Source | None:
@@ -144,7 +148,9 @@ class SQLiteStore:
         if kind is None:
             rows = self._conn().execute("SELECT * FROM sources ORDER BY kind, name").fetchall()
         else:
-            rows = self._conn().execute("SELECT * FROM sources WHERE kind = ? ORDER BY name", (kind,)).fetchall()
+            rows = (
+                self._conn().execute("SELECT * FROM sources WHERE kind = ? ORDER BY name", (kind,)).fetchall()
+            )
         return [Source.from_row(r) for r in rows]
 
     def update_source(self, source_id: int, **fields: Any) -> None:
@@ -238,15 +244,19 @@ class SQLiteStore:
 
     def counts(self, source_id: int | None = None) -> dict[str, int]:
         where, args = ("WHERE d.source_id = ?", (source_id,)) if source_id is not None else ("", ())
-        row = self._conn().execute(
-            f"""SELECT COUNT(*) AS documents,
+        row = (
+            self._conn()
+            .execute(
+                f"""SELECT COUNT(*) AS documents,
                    SUM(d.status = 'indexed') AS indexed, SUM(d.status = 'failed') AS failed,
                    SUM(d.status = 'empty') AS empty,
                    (SELECT COUNT(*) FROM chunks c JOIN documents d2 ON d2.id = c.document_id
-                    {where.replace('d.', 'd2.')}) AS chunks
+                    {where.replace("d.", "d2.")}) AS chunks
                 FROM documents d {where}""",
-            args * 2,
-        ).fetchone()
+                args * 2,
+            )
+            .fetchone()
+        )
         return {key: int(row[key] or 0) for key in ("documents", "indexed", "failed", "empty", "chunks")}
 
     # -- chunks and keyword search ----------------------------------------------------------------
@@ -281,6 +291,21 @@ class SQLiteStore:
             raise StoreError(f"Keyword search failed: {exc}.", "Report this query as a bug.") from exc
         return [(int(r[0]), float(r[1])) for r in rows]
 
+    def term_document_counts(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many chunks contain each term (0 for unknown terms)."""
+        if not terms:
+            return {}
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT term, doc FROM chunks_vocab WHERE term IN ({','.join('?' * len(terms))})",
+                tuple(terms),
+            )
+            .fetchall()
+        )
+        found = {str(r[0]): int(r[1]) for r in rows}
+        return {t: found.get(t, 0) for t in terms}
+
     def chunks_by_rowid(self, rowids: Sequence[int]) -> dict[int, StoredChunk]:
         if not rowids:
             return {}
@@ -297,19 +322,27 @@ class SQLiteStore:
         return out
 
     def chunk_by_id(self, chunk_id: str) -> StoredChunk | None:
-        row = self._conn().execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.document_id "
-            "JOIN sources s ON s.id = d.source_id WHERE c.chunk_id = ? LIMIT 1",
-            (chunk_id,),
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.document_id "
+                "JOIN sources s ON s.id = d.source_id WHERE c.chunk_id = ? LIMIT 1",
+                (chunk_id,),
+            )
+            .fetchone()
+        )
         return None if row is None else StoredChunk(**dict(row))
 
     def chunks_of_document(self, document_id: int) -> list[StoredChunk]:
-        rows = self._conn().execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.document_id "
-            "JOIN sources s ON s.id = d.source_id WHERE c.document_id = ? ORDER BY c.ord",
-            (document_id,),
-        ).fetchall()
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.document_id "
+                "JOIN sources s ON s.id = d.source_id WHERE c.document_id = ? ORDER BY c.ord",
+                (document_id,),
+            )
+            .fetchall()
+        )
         return [StoredChunk(**dict(r)) for r in rows]
 
     # -- jobs -------------------------------------------------------------------------------------

@@ -56,6 +56,9 @@ CREATE VIRTUAL TABLE chunks_fts USING fts5 (
     heading, body, tokenize = "unicode61 remove_diacritics 2 tokenchars '_.-'"
 );
 
+-- Document frequency per term: lets a query prefer a whole identifier when the index has it.
+CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab (chunks_fts, 'row');
+
 CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
     DELETE FROM chunks_fts WHERE rowid = old.id;
 END;

@@ -1,0 +1,274 @@
+"""Check an answer's citations against the passages it was given, and repair what the check disproves.
+
+Citations are checked, not trusted. For each sentence, a fast lexical measure asks how much of its content
+(numbers, identifiers, stemmed content words; see `terms`) the cited passages contain. A sentence whose
+citations hold it keeps them (minus passages that add nothing); one that cites the wrong passage is moved to
+the passage that holds it (the neighbour mis-citation askdocs found); an uncited sentence that a passage
+clearly holds gets that citation; a sentence no passage holds is flagged. Every number in a sentence must
+appear in its sources: "port 9090" is not supported by a passage that says "port 8080".
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from citedocs.answer.prompt import REFUSAL_SENTENCE
+from citedocs.answer.sentences import Marker, find_markers, parse_citations, split_sentences, strip_markers
+from citedocs.answer.terms import Terms, coverage, extract_terms, union
+from citedocs.errors import InputError
+from citedocs.hits import Hit
+
+__all__ = [
+    "MIN_CONTRIBUTION",
+    "SUPPORT_THRESHOLD",
+    "CitationReport",
+    "SentenceCheck",
+    "check_citations",
+    "is_refusal",
+    "parse_citations",
+    "repair_answer",
+]
+
+# A sentence is supported when its sources hold this weighted share of its content terms (numbers weigh 3,
+# identifiers 2, words 1) and every one of its numbers. Sentences an LLM writes from a passage reuse its
+# words; the rest is glue ("is used to", "you can"). Calibrated on claude-docs-qa reference answers (see
+# the report of the change that set it): true evidence sections score a median ~0.9, the best *other*
+# section ~0.5.
+SUPPORT_THRESHOLD = 0.6
+# A cited passage that holds less than this share of a sentence adds nothing and its citation is dropped,
+# unless it is needed with the others to reach SUPPORT_THRESHOLD.
+MIN_CONTRIBUTION = 0.25
+# When looking for the passages that hold a mis-cited or uncited sentence, combinations of up to this many.
+MAX_SOURCES_PER_SENTENCE = 2
+# How close (difflib ratio) an answer must be to REFUSAL_SENTENCE to count as that sentence.
+REFUSAL_SIMILARITY = 0.8
+
+
+@dataclass(slots=True)
+class SentenceCheck:
+    """The verdict on one sentence. `cited` is what the model wrote, `supported_by` what the check found.
+
+    `checked` is False for sentences with no content to verify (headings, "Here is how:", the refusal);
+    `supported` is then True. `support` is the share of the sentence's content held by `supported_by`, or,
+    for an unsupported sentence, by the passages it cited (or the best single passage if it cited none).
+    """
+
+    sentence: str
+    cited: list[int]
+    supported_by: list[int]
+    support: float
+    repaired: bool
+    supported: bool
+    checked: bool
+    start: int
+    end: int
+    kind: str = "text"
+    markers: list[Marker] = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("markers")
+        data["support"] = round(self.support, 3)
+        return data
+
+
+@dataclass(slots=True)
+class CitationReport:
+    """Citations of one answer: what it cites, what points at nothing, and each sentence's verdict."""
+
+    answer: str
+    source_count: int
+    citations: list[int]
+    original_citations: list[int]
+    invalid_citations: list[int]
+    sentences: list[SentenceCheck]
+
+    @property
+    def unsupported(self) -> list[SentenceCheck]:
+        return [s for s in self.sentences if not s.supported]
+
+    @property
+    def repaired_count(self) -> int:
+        return sum(s.repaired for s in self.sentences)
+
+    @property
+    def supported_fraction(self) -> float:
+        """Share of checked sentences that their (repaired) citations support; 1.0 when none is checked."""
+        checked = [s for s in self.sentences if s.checked]
+        return sum(s.supported for s in checked) / len(checked) if checked else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "citations": self.citations,
+            "original_citations": self.original_citations,
+            "invalid_citations": self.invalid_citations,
+            "supported_fraction": round(self.supported_fraction, 3),
+            "repaired": self.repaired_count,
+            "sentences": [s.to_dict() for s in self.sentences],
+        }
+
+
+def _normalize_refusal(text: str) -> str:
+    text = (
+        strip_markers(text).lower().replace("’", "'").replace("cannot", "can't").replace("can not", "can't")
+    )
+    return " ".join(re.sub(r"[^\w' ]+", " ", text).split())
+
+
+_REFUSAL_NORMALIZED = _normalize_refusal(REFUSAL_SENTENCE)
+
+
+def is_refusal(answer: str) -> bool:
+    """True when the answer is the refusal sentence, give or take case, punctuation and small rewording."""
+    text = _normalize_refusal(answer)
+    if not text:
+        return False
+    head = text[: len(_REFUSAL_NORMALIZED) + 10]
+    if len(text) > 2 * len(_REFUSAL_NORMALIZED):
+        return False
+    ratio = difflib.SequenceMatcher(None, _REFUSAL_NORMALIZED, head).ratio()
+    return text.startswith(_REFUSAL_NORMALIZED) or ratio >= REFUSAL_SIMILARITY
+
+
+def check_citations(answer: str, passages: Sequence[Hit]) -> CitationReport:
+    """Verify every sentence of `answer` against `passages` (cited as [1]..[n]) and decide its sources."""
+    count = len(passages)
+    passage_terms = [extract_terms(f"{p.heading}\n{p.text}", keep_parts=True) for p in passages]
+    markers = find_markers(answer)
+    written = sorted({n for m in markers for n in m.numbers})
+    invalid = [n for n in written if not 1 <= n <= count]
+    sentences = []
+    for span in split_sentences(answer):
+        own = [m for m in markers if span.start <= m.start < span.end]
+        text = answer[span.start : span.end]
+        sentences.append(_check_sentence(text, span.start, span.end, span.kind, own, passage_terms))
+    used = sorted({n for s in sentences for n in _final_citations(s, count)})
+    return CitationReport(
+        answer=answer,
+        source_count=count,
+        citations=used,
+        original_citations=[n for n in written if 1 <= n <= count],
+        invalid_citations=invalid,
+        sentences=sentences,
+    )
+
+
+def _check_sentence(
+    text: str, start: int, end: int, kind: str, markers: list[Marker], passage_terms: list[Terms]
+) -> SentenceCheck:
+    cited = sorted({n for m in markers for n in m.numbers})
+    valid = [n for n in cited if 1 <= n <= len(passage_terms)]
+    terms = extract_terms(strip_markers(text))
+
+    def verdict(supported_by: list[int], support: float, supported: bool, checked: bool) -> SentenceCheck:
+        final = supported_by if supported else valid
+        return SentenceCheck(
+            text, cited, supported_by, support, final != cited, supported, checked, start, end, kind, markers
+        )
+
+    if kind == "heading" or not terms or is_refusal(text):
+        return verdict(valid, 1.0, True, False)
+    if valid and _holds(terms, [passage_terms[n - 1] for n in valid]):
+        kept = _needed(terms, valid, passage_terms)
+        support = coverage(terms, union(passage_terms[n - 1] for n in kept))
+        return verdict(kept, support, True, True)
+    found = _best_sources(terms, passage_terms)
+    if found is not None:
+        support = coverage(terms, union(passage_terms[n - 1] for n in found))
+        return verdict(found, support, True, True)
+    if valid:
+        support = coverage(terms, union(passage_terms[n - 1] for n in valid))
+    else:
+        support = max((coverage(terms, p) for p in passage_terms), default=0.0)
+    return verdict([], support, False, True)
+
+
+def _holds(terms: Terms, sources: list[Terms]) -> bool:
+    present = union(sources)
+    return terms.numbers <= present.numbers and coverage(terms, present) >= SUPPORT_THRESHOLD
+
+
+def _needed(terms: Terms, cited: list[int], passage_terms: list[Terms]) -> list[int]:
+    """The cited passages worth keeping: each that holds the sentence alone, else a smallest set that does."""
+    alone = [n for n in cited if _holds(terms, [passage_terms[n - 1]])]
+    if alone:
+        return alone
+    for size in range(1, len(cited) + 1):
+        for combo in itertools.combinations(cited, size):
+            if _holds(terms, [passage_terms[n - 1] for n in combo]) and all(
+                coverage(terms, passage_terms[n - 1]) >= MIN_CONTRIBUTION for n in combo
+            ):
+                return list(combo)
+    return cited
+
+
+def _best_sources(terms: Terms, passage_terms: list[Terms]) -> list[int] | None:
+    """The passages (one, else up to MAX_SOURCES_PER_SENTENCE) that best hold the sentence, if any do."""
+    numbers = range(1, len(passage_terms) + 1)
+    for size in range(1, MAX_SOURCES_PER_SENTENCE + 1):
+        best: tuple[float, list[int]] | None = None
+        for combo in itertools.combinations(numbers, size):
+            chosen = [passage_terms[n - 1] for n in combo]
+            if size > 1 and any(coverage(terms, t) < MIN_CONTRIBUTION for t in chosen):
+                continue
+            if _holds(terms, chosen):
+                score = coverage(terms, union(chosen))
+                if best is None or score > best[0]:
+                    best = (score, list(combo))
+        if best is not None:
+            return best[1]
+    return None
+
+
+def _final_citations(check: SentenceCheck, count: int, keep_unverified: bool = True) -> list[int]:
+    if check.supported:
+        return check.supported_by
+    return [n for n in check.cited if 1 <= n <= count] if keep_unverified else []
+
+
+def repair_answer(answer: str, report: CitationReport, *, keep_unverified: bool = True) -> str:
+    """`answer` with each sentence's markers replaced by its verified sources.
+
+    Invalid numbers are always removed. An unsupported sentence keeps the valid numbers the model gave
+    (`keep_unverified`, the default: the report already flags it) or loses them.
+    """
+    if answer != report.answer:
+        raise InputError(
+            "repair_answer needs the answer the report was made from.", "Run check_citations first."
+        )
+    pieces: list[str] = []
+    last = 0
+    for check in report.sentences:
+        if check.kind == "code":
+            continue
+        wanted = _final_citations(check, report.source_count, keep_unverified)
+        if wanted == check.cited:
+            continue
+        pieces.append(answer[last : check.start])
+        pieces.append(_rewrite(check.sentence, check.start, check.markers, wanted))
+        last = check.end
+    pieces.append(answer[last:])
+    return "".join(pieces)
+
+
+_TRAILING_RE = re.compile(r"[.!?:;]*[\"')”’*_]*$")
+
+
+def _rewrite(sentence: str, offset: int, markers: list[Marker], numbers: list[int]) -> str:
+    bare, last = [], 0
+    for marker in markers:
+        bare.append(sentence[last : marker.start - offset].rstrip(" \t"))
+        last = marker.end - offset
+    bare.append(sentence[last:])
+    text = "".join(bare).rstrip()
+    if not numbers:
+        return text
+    tail = _TRAILING_RE.search(text)
+    cut = tail.start() if tail else len(text)
+    label = "".join(f"[{n}]" for n in numbers)
+    return f"{text[:cut].rstrip()} {label}{text[cut:]}"

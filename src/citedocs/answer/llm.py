@@ -1,0 +1,418 @@
+"""An OpenAI-compatible chat client that never passes off a broken stream as a short answer.
+
+Streaming: token deltas, then one `Finish` with finish reason, usage and cost. Failures are bounded: a
+per-chunk read timeout, retries with exponential backoff only before the first token (connect errors, 5xx,
+429 honouring Retry-After), none after; a stream without a finish reason or `[DONE]`, or with an error object,
+raises LLMStreamError. Closing or cancelling the iterator closes the upstream response at once, so the server
+stops generating; wrap it in `contextlib.aclosing` when you may stop early. The API key is sent as a Bearer
+token and never appears in a message or a log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from citedocs.answer.wire import (
+    error_detail,
+    error_text,
+    estimate_tokens,
+    parse_usage,
+    prompt_estimate,
+    redact_url,
+    retry_after_seconds,
+    sse_data,
+)
+from citedocs.errors import LLMError
+from citedocs.settings import Settings
+
+__all__ = ["Completion", "Finish", "LLMClient", "LLMEvent", "LLMStreamError", "Prices", "TokenDelta", "Usage"]
+
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+# A Retry-After longer than this is not waited for: the caller hears "busy" at once instead.
+MAX_RETRY_AFTER_S = 30.0
+
+
+class LLMStreamError(LLMError):
+    """A model call that failed; `partial` tells whether tokens had already been yielded."""
+
+    stage = "generation"
+
+    def __init__(self, message: str, hint: str = "", *, status: int | None = None, partial: bool = False):
+        super().__init__(message, hint)
+        self.status = status
+        self.partial = partial
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+    estimated: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """USD per million tokens; zero for a local model."""
+
+    prompt_per_mtok: float = 0.0
+    completion_per_mtok: float = 0.0
+
+    def cost(self, usage: Usage) -> float:
+        return (
+            usage.prompt_tokens * self.prompt_per_mtok + usage.completion_tokens * self.completion_per_mtok
+        ) / 1e6
+
+
+@dataclass(frozen=True, slots=True)
+class TokenDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    finish_reason: str
+    usage: Usage
+    cost_usd: float
+    model: str = ""
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+
+LLMEvent = TokenDelta | Finish
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    text: str
+    finish: Finish = field(repr=False)
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish.truncated
+
+
+class LLMClient:
+    """One OpenAI-compatible endpoint (llama.cpp, Ollama, vLLM, OpenAI)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str = "",
+        *,
+        connect_timeout_s: float = 10.0,
+        read_timeout_s: float = 60.0,
+        request_timeout_s: float = 300.0,
+        prices: Prices | None = None,
+        max_retries: int = 2,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 8.0,
+        client: httpx.AsyncClient | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if not base_url:
+            raise LLMError(
+                "No LLM endpoint is configured.", "Set CITEDOCS_LLM_BASE_URL or CITEDOCS_LLM_GGUF."
+            )
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.prices = prices or Prices()
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.read_timeout_s = read_timeout_s
+        self._api_key = api_key
+        self._stream_timeout = httpx.Timeout(
+            connect=connect_timeout_s, read=read_timeout_s, write=30.0, pool=10.0
+        )
+        self._request_timeout = httpx.Timeout(
+            connect=connect_timeout_s, read=request_timeout_s, write=30.0, pool=10.0
+        )
+        self._owns_client = client is None
+        self._client = client or httpx.AsyncClient(transport=transport, trust_env=False)
+        self._shown_url = redact_url(self.base_url)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> LLMClient:
+        options: dict[str, Any] = {
+            "read_timeout_s": settings.llm_read_timeout_s,
+            "prices": Prices(settings.llm_price_prompt_per_mtok, settings.llm_price_completion_per_mtok),
+        }
+        options.update(overrides)
+        return cls(
+            settings.llm_base_url, settings.llm_model, settings.llm_api_key.get_secret_value(), **options
+        )
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> LLMClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _headers(self, stream: bool) -> dict[str, str]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream" if stream else "application/json",
+        }
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    def _body(self, messages: Sequence[Mapping[str, str]], stream: bool, **options: Any) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "stream": stream,
+        }
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        body.update({k: v for k, v in options.items() if v is not None})
+        return body
+
+    def _clean(self, text: str) -> str:
+        if self._api_key and len(self._api_key) >= 4:
+            text = text.replace(self._api_key, "***")
+        return text
+
+    def _error(self, message: str, hint: str = "", **kwargs: Any) -> LLMStreamError:
+        return LLMStreamError(self._clean(message), self._clean(hint), **kwargs)
+
+    async def stream_chat(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop: Sequence[str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[LLMEvent]:
+        """Token deltas, then one Finish. Raises LLMStreamError; never yields a Finish for a broken stream."""
+        body = self._body(
+            messages, True, max_tokens=max_tokens, temperature=temperature, stop=stop, **(extra or {})
+        )
+        url = f"{self.base_url}/chat/completions"
+        attempt = 0
+        while True:
+            request = self._client.build_request(
+                "POST", url, json=body, headers=self._headers(True), timeout=self._stream_timeout
+            )
+            try:
+                response = await self._client.send(request, stream=True)
+            except httpx.TransportError as exc:
+                error = self._transport_error(exc, partial=False)
+                delay = self._next_delay(attempt, retryable=not isinstance(exc, httpx.ReadTimeout))
+                if delay is None:
+                    raise error from None
+                attempt += 1
+                await asyncio.sleep(delay)
+                continue
+            yielded = False
+            try:
+                if response.status_code != 200:
+                    error, delay = await self._status_failure(response, attempt)
+                    if delay is None:
+                        raise error
+                else:
+                    async for event in self._events(response, body):
+                        yielded = yielded or isinstance(event, TokenDelta)
+                        yield event
+                    return
+            except httpx.TransportError as exc:
+                error = self._transport_error(exc, partial=yielded)
+                retryable = not yielded and not isinstance(exc, httpx.ReadTimeout)
+                delay = self._next_delay(attempt, retryable=retryable)
+                if delay is None:
+                    raise error from None
+            except _EarlyEnd as exc:
+                error = exc.error
+                delay = self._next_delay(attempt, retryable=not yielded)
+                if delay is None:
+                    raise error from None
+            finally:
+                await response.aclose()
+            attempt += 1
+            await asyncio.sleep(delay)
+
+    async def _events(self, response: httpx.Response, body: Mapping[str, Any]) -> AsyncIterator[LLMEvent]:
+        finish_reason: str | None = None
+        usage: Usage | None = None
+        model = ""
+        chunks = 0
+        completion_text: list[str] = []
+        async for data in sse_data(response):
+            if data.strip() == "[DONE]":
+                if finish_reason is None:
+                    raise self._error(
+                        "The model stream ended without a finish reason.", _RETRY_HINT, partial=chunks > 0
+                    )
+                final = usage or Usage(
+                    prompt_estimate(body), max(chunks, estimate_tokens("".join(completion_text))), True
+                )
+                yield Finish(finish_reason, final, self.prices.cost(final), model)
+                return
+            try:
+                payload = json.loads(data)
+            except json.JSONDecodeError:
+                raise self._error(
+                    "The model sent a malformed stream chunk.", _RETRY_HINT, partial=chunks > 0
+                ) from None
+            if not isinstance(payload, dict):
+                raise self._error("The model sent a malformed stream chunk.", _RETRY_HINT, partial=chunks > 0)
+            if payload.get("error"):
+                raise self._error(
+                    f"The model reported an error: {error_text(payload['error'])}",
+                    _RETRY_HINT,
+                    partial=chunks > 0,
+                )
+            model = payload.get("model") or model
+            if isinstance(payload.get("usage"), dict):
+                usage = _to_usage(payload["usage"]) or usage
+            for choice in payload.get("choices") or []:
+                delta = choice.get("delta") or {}
+                text = delta.get("content")
+                if text:
+                    chunks += 1
+                    completion_text.append(text)
+                    yield TokenDelta(text)
+                if choice.get("finish_reason"):
+                    finish_reason = str(choice["finish_reason"])
+        early = self._error(
+            "The model stream ended before it finished (no [DONE]).", _RETRY_HINT, partial=chunks > 0
+        )
+        if chunks == 0:
+            raise _EarlyEnd(early)
+        raise early
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop: Sequence[str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Completion:
+        """One non-streamed answer (for the judge), with the same retries and checks."""
+        body = self._body(
+            messages, False, max_tokens=max_tokens, temperature=temperature, stop=stop, **(extra or {})
+        )
+        url = f"{self.base_url}/chat/completions"
+        attempt = 0
+        while True:
+            try:
+                response = await self._client.post(
+                    url, json=body, headers=self._headers(False), timeout=self._request_timeout
+                )
+            except httpx.TransportError as exc:
+                delay = self._next_delay(attempt, retryable=not isinstance(exc, httpx.ReadTimeout))
+                if delay is None:
+                    raise self._transport_error(exc, partial=False) from None
+            else:
+                if response.status_code == 200:
+                    return self._parse_completion(response, body)
+                error, delay = await self._status_failure(response, attempt)
+                if delay is None:
+                    raise error
+            attempt += 1
+            await asyncio.sleep(delay)
+
+    def _parse_completion(self, response: httpx.Response, body: Mapping[str, Any]) -> Completion:
+        try:
+            payload = response.json()
+            choice = payload["choices"][0]
+            text = choice["message"].get("content") or ""
+            reason = choice.get("finish_reason")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            raise self._error("The model sent a malformed response.", _RETRY_HINT) from None
+        if payload.get("error"):
+            raise self._error(f"The model reported an error: {error_text(payload['error'])}", _RETRY_HINT)
+        if not reason:
+            raise self._error("The model response has no finish reason.", _RETRY_HINT)
+        usage = _to_usage(payload.get("usage")) or Usage(prompt_estimate(body), estimate_tokens(text), True)
+        return Completion(
+            text, Finish(str(reason), usage, self.prices.cost(usage), payload.get("model") or "")
+        )
+
+    def _next_delay(self, attempt: int, *, retryable: bool, retry_after: float | None = None) -> float | None:
+        """Seconds to wait before the next try, or None to give up."""
+        if not retryable or attempt >= self.max_retries:
+            return None
+        if retry_after is not None:
+            return retry_after if retry_after <= MAX_RETRY_AFTER_S else None
+        base = min(self.max_backoff_s, self.backoff_s * 2.0**attempt)
+        return base * (0.5 + random.random() / 2)
+
+    async def _status_failure(
+        self, response: httpx.Response, attempt: int
+    ) -> tuple[LLMStreamError, float | None]:
+        status = response.status_code
+        try:
+            raw = (await response.aread())[:4096].decode("utf-8", "replace")
+        except httpx.HTTPError:
+            raw = ""
+        detail = error_detail(raw)
+        retry_after = retry_after_seconds(response.headers.get("retry-after")) if status == 429 else None
+        delay = self._next_delay(attempt, retryable=status in RETRY_STATUSES, retry_after=retry_after)
+        hint = {
+            401: "Check CITEDOCS_LLM_API_KEY.",
+            403: "Check CITEDOCS_LLM_API_KEY and that it may use this model.",
+            404: "Check CITEDOCS_LLM_BASE_URL (it usually ends in /v1) and CITEDOCS_LLM_MODEL.",
+            429: "The model server is busy; try again shortly or lower CITEDOCS_MAX_CONCURRENT.",
+        }.get(
+            status,
+            "Check the model server's log." if status >= 500 else "Check the request size and settings.",
+        )
+        tries = f" after {attempt + 1} tries" if attempt else ""
+        message = f"The model server at {self._shown_url} answered HTTP {status}{tries}"
+        return self._error(f"{message}: {detail}" if detail else f"{message}.", hint, status=status), delay
+
+    def _transport_error(self, exc: httpx.TransportError, *, partial: bool) -> LLMStreamError:
+        if isinstance(exc, httpx.ReadTimeout):
+            return self._error(
+                f"The model at {self._shown_url} sent nothing for {self.read_timeout_s:g} s.",
+                "Check that the model server is not overloaded, or raise CITEDOCS_LLM_READ_TIMEOUT_S.",
+                partial=partial,
+            )
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            return self._error(
+                f"Cannot reach the model server at {self._shown_url}.",
+                "Start it, or check CITEDOCS_LLM_BASE_URL.",
+            )
+        return self._error(
+            f"The connection to the model server at {self._shown_url} broke ({type(exc).__name__}).",
+            "Check the model server's log.",
+            partial=partial,
+        )
+
+
+def _to_usage(raw: Any) -> Usage | None:
+    counts = parse_usage(raw)
+    return Usage(*counts) if counts else None
+
+
+_RETRY_HINT = "Try again; if it persists, check the model server's log."
+
+
+class _EarlyEnd(Exception):
+    """A stream that broke before its first token: safe to retry."""
+
+    def __init__(self, error: LLMStreamError) -> None:
+        super().__init__(str(error))
+        self.error = error

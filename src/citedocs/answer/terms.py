@@ -1,0 +1,188 @@
+"""Content terms of a text, for lexical support and relevance checks.
+
+Three kinds, weighted by how much they pin a fact down: numbers (`8080`, `3.5`, `89.01`) must match exactly,
+identifiers (`requestState`, `config.toml`, `claude-3-haiku-20240307`) match unstemmed, and the remaining
+words are stemmed content words, stopwords removed.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import Stemmer
+
+NUMBER_WEIGHT = 3.0
+IDENTIFIER_WEIGHT = 2.0
+WORD_WEIGHT = 1.0
+
+
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+STOPWORDS = _word_set(
+    """
+    a about above after again against all also am an and any are aren't as at be because been before
+    being below between both but by can can't cannot could couldn't did didn't do does doesn't doing
+    don't down during each either etc even ever every few for from further get gets got had hadn't
+    has hasn't have haven't having he her here hers herself him himself his how however i i'd i'm
+    i've if in into is isn't it it's its itself just let's may me might more most much must mustn't
+    my myself neither no nor not now of off on once one only or other others ought our ours
+    ourselves out over own per rather same shall shan't she should shouldn't since so some such than
+    that that's the their theirs them themselves then there there's these they they're this those
+    through thus to too under until up upon us very via was wasn't we we're were weren't what what's
+    when where whether which while who whom whose why will with within without won't would wouldn't
+    yes yet you you'd you'll you're you've your yours yourself yourselves e.g i.e vs
+    """
+)
+
+# Words that frame an answer rather than state a fact ("According to the documentation, ...").
+FRAMING_WORDS = _word_set(
+    """
+    according answer based describe described describes document documentation documents example
+    follow following indicate indicates mention mentioned mentions note noted notes passage passages
+    provide provided provides refer say says see shown source sources specifically state stated
+    states
+    """
+)
+
+_TOKEN_RE = re.compile(
+    r"""
+    \$?\d+(?:[.,]\d+)*%?                          # numbers: 8080, 3.5, 1,024, 89.01%, $0.0004
+    | [A-Za-z_][\w]*(?:[.\-/:][A-Za-z0-9_]+)+     # dotted/dashed/slashed identifiers: config.toml, gpt-4o
+    | [A-Za-z_][\w']*                             # words and snake_case / camelCase names
+    """,
+    re.VERBOSE,
+)
+_CAMEL_RE = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]{2}")
+_SEPARATOR_RE = re.compile(r"([.\-/:_])")
+MAX_IDENTIFIER_PARTS = 8
+
+_local = threading.local()
+
+
+def _stemmer() -> Stemmer.Stemmer:
+    """PyStemmer objects are not thread-safe, so each thread keeps its own."""
+    stemmer: Stemmer.Stemmer | None = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = Stemmer.Stemmer("english")
+        _local.stemmer = stemmer
+    return stemmer
+
+
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """Content terms of one text: numbers, identifiers (lowercase) and stemmed words."""
+
+    numbers: frozenset[str]
+    identifiers: frozenset[str]
+    words: frozenset[str]
+
+    def weighted(self) -> dict[str, float]:
+        weights = dict.fromkeys(self.words, WORD_WEIGHT)
+        weights.update(dict.fromkeys(self.identifiers, IDENTIFIER_WEIGHT))
+        weights.update(dict.fromkeys(self.numbers, NUMBER_WEIGHT))
+        return weights
+
+    @property
+    def all(self) -> frozenset[str]:
+        return self.numbers | self.identifiers | self.words
+
+    def __bool__(self) -> bool:
+        return bool(self.numbers or self.identifiers or self.words)
+
+
+def normalize_number(token: str) -> str:
+    """`$1,024.50%` -> `1024.50`: currency, percent and thousands separators do not change a number."""
+    token = token.lstrip("$").rstrip("%")
+    if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", token):
+        token = token.replace(",", "")
+    return token
+
+
+def _is_identifier(token: str) -> bool:
+    return (
+        "_" in token
+        or any(ch in token for ch in ".-/:")
+        or bool(_CAMEL_RE.search(token))
+        or (any(ch.isdigit() for ch in token) and any(ch.isalpha() for ch in token))
+    )
+
+
+def _sub_identifiers(identifier: str) -> set[str]:
+    """`a/b/config.toml` -> {`b/config.toml`, `config.toml`, `a/b`, ...}: spans of two or more parts."""
+    pieces = _SEPARATOR_RE.split(identifier)
+    parts = pieces[::2][:MAX_IDENTIFIER_PARTS]
+    spans: set[str] = set()
+    for start in range(len(parts)):
+        for end in range(start + 2, len(parts) + 1):
+            spans.add("".join(pieces[2 * start : 2 * end - 1]))
+    return spans
+
+
+def extract_terms(text: str, *, keep_parts: bool = False) -> Terms:
+    """Content terms of `text`.
+
+    With `keep_parts` (used for passages), an identifier also contributes its sub-spans and parts, so a
+    passage holding `~/.config/app/config.toml` supports a sentence naming `config.toml`, and `haiku` or
+    `20240307` match as a word and a number.
+    """
+    numbers: set[str] = set()
+    identifiers: set[str] = set()
+    words: list[str] = []
+    for match in _TOKEN_RE.finditer(text):
+        token = match.group(0)
+        if token[0].isdigit() or token[0] == "$":
+            numbers.add(normalize_number(token))
+            continue
+        token = token.strip("'")
+        lower = token.lower()
+        if _is_identifier(token):
+            if lower.rstrip(".") in STOPWORDS:
+                continue
+            identifiers.add(lower.rstrip(".:-/"))
+            if keep_parts:
+                identifiers.update(_sub_identifiers(lower))
+                for part in _SEPARATOR_RE.split(lower)[::2]:
+                    if part.isdigit():
+                        numbers.add(part)
+                    elif part and part not in STOPWORDS:
+                        words.append(part)
+            continue
+        if lower in STOPWORDS or lower in FRAMING_WORDS or len(lower) < 2:
+            continue
+        words.append(lower.removesuffix("'s"))
+    stems = frozenset(_stemmer().stemWords(words)) if words else frozenset()
+    return Terms(frozenset(numbers), frozenset(identifiers), stems)
+
+
+def union(terms: Iterable[Terms]) -> Terms:
+    numbers: set[str] = set()
+    identifiers: set[str] = set()
+    words: set[str] = set()
+    for item in terms:
+        numbers |= item.numbers
+        identifiers |= item.identifiers
+        words |= item.words
+    return Terms(frozenset(numbers), frozenset(identifiers), frozenset(words))
+
+
+def coverage(needed: Terms, present: Terms, weights: dict[str, float] | None = None) -> float:
+    """Weighted fraction of `needed`'s terms found in `present` (1.0 when nothing is needed)."""
+    weights = weights if weights is not None else needed.weighted()
+    total = sum(weights.values())
+    if total == 0:
+        return 1.0
+    found = sum(w for term, w in weights.items() if _present(term, needed, present))
+    return found / total
+
+
+def _present(term: str, needed: Terms, present: Terms) -> bool:
+    if term in needed.numbers:
+        return term in present.numbers
+    if term in needed.identifiers:
+        return term in present.identifiers
+    return term in present.words

@@ -1,0 +1,1 @@
+"""Where documents come from: local folders and llms.txt documentation sites."""

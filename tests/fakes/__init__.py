@@ -1,0 +1,1 @@
+"""Fakes at process boundaries: servers that speak real protocols over real sockets."""

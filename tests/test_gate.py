@@ -1,0 +1,61 @@
+"""The relevance gate refuses off-topic questions before any model call."""
+
+from __future__ import annotations
+
+from citedocs.answer.gate import DEFAULT_RELEVANCE_THRESHOLD, relevance_decision
+from citedocs.hits import Hit
+
+DOCS = [
+    (
+        "cli.md",
+        "Commands > serve",
+        "citedocs serve starts the HTTP API on port 8765 and the MCP endpoint at /mcp.",
+    ),
+    (
+        "config.md",
+        "Settings",
+        "Set CITEDOCS_LLM_BASE_URL to any OpenAI-compatible endpoint such as llama-server.",
+    ),
+    ("recipes.md", "Recipes", "Recipes are good examples: each recipe shows a complete indexing workflow."),
+]
+
+
+def hits() -> list[Hit]:
+    return [Hit(f"c{i}", f"/docs/{p}", "/docs", h, None, 1, 5, 0.1, t) for i, (p, h, t) in enumerate(DOCS)]
+
+
+def test_on_topic_question_is_allowed() -> None:
+    decision = relevance_decision("Which port does citedocs serve use?", hits())
+    assert decision.allowed and decision.best >= 0.9 and decision.best_n == 1
+
+
+def test_identifier_question_is_allowed() -> None:
+    assert relevance_decision("What does CITEDOCS_LLM_BASE_URL point at?", hits()).allowed
+
+
+def test_off_topic_question_is_refused_with_a_readable_reason() -> None:
+    decision = relevance_decision("What's a good lasagna recipe?", hits())
+    assert not decision.allowed and decision.best <= DEFAULT_RELEVANCE_THRESHOLD
+    assert "do not seem to cover" in decision.reason
+
+
+def test_no_hits_is_refused() -> None:
+    decision = relevance_decision("anything", [])
+    assert not decision.allowed and decision.best == 0.0
+
+
+def test_threshold_zero_turns_the_gate_off_but_keeps_the_score() -> None:
+    decision = relevance_decision("What's a good lasagna recipe?", hits(), threshold=0.0)
+    assert decision.allowed and 0.0 < decision.best <= DEFAULT_RELEVANCE_THRESHOLD
+
+
+def test_idf_weights_rare_terms() -> None:
+    plain = relevance_decision("recipe lasagna", hits()).best
+    weighted = relevance_decision("recipe lasagna", hits(), idf={"lasagna": 5.0}).best
+    assert plain == 0.5 and weighted < plain
+
+
+def test_only_the_first_passages_count() -> None:
+    assert not relevance_decision(
+        "Which port does citedocs serve use?", hits()[1:] + hits()[:1], top_n=2
+    ).allowed
