@@ -257,6 +257,15 @@ def parse_read_target(target: str) -> tuple[str, int | None, int | None]:
     return match.group(1), start, end
 
 
+def _register_subcommands() -> None:
+    from citedocs.cli_eval import eval_app
+
+    app.add_typer(eval_app, name="eval")
+
+
+_register_subcommands()
+
+
 def main() -> None:
     app()
 

@@ -169,6 +169,9 @@ class Citedocs:
         thread.start()
         return thread
 
+    def wait_for_embeddings(self, timeout: float | None = None) -> None:
+        """Block until background embedding is done (no-op while the index is keyword-only)."""
+
     # -- status -----------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         jobs = []

@@ -1,0 +1,109 @@
+"""`citedocs eval …`: retrieval and answer evaluation, and the regression gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from citedocs.cli import DbOption, JsonOption, out, print_json, run, settings_for
+
+eval_app = typer.Typer(help="Evaluate retrieval and answers; gate regressions.", no_args_is_help=True)
+
+CasesOption = Annotated[
+    list[Path], typer.Option("--cases", help="Case file(s) (JSONL); overlays with key_facts/kind merge by id.")
+]
+RunDirOption = Annotated[Path | None, typer.Option("--run-dir", help="Write summary.json and cases.jsonl here.")]
+
+
+def _print_metrics(title: str, result: dict[str, object]) -> None:
+    table = Table("metric", "mean", "95% CI", title=title)
+    for name, value in result.items():
+        if isinstance(value, dict) and "mean" in value:
+            lo, hi = value["ci95"]
+            table.add_row(name, f"{value['mean']:.3f}", f"[{lo:.3f}, {hi:.3f}]")
+    out.print(table)
+    extras = {k: v for k, v in result.items() if not isinstance(v, dict)}
+    out.print(" · ".join(f"{k}: {v}" for k, v in extras.items() if v is not None))
+
+
+@eval_app.command("retrieval")
+def eval_retrieval(
+    corpus: Annotated[Path, typer.Option("--corpus", help="Folder of documents the cases are about.")],
+    cases: CasesOption,
+    mode: Annotated[str, typer.Option("--mode", help="keyword | semantic | hybrid")] = "hybrid",
+    run_dir: RunDirOption = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """File- and section-level recall@k, MRR and nDCG@10 with bootstrap 95% intervals."""
+    from citedocs.eval.cases import load_cases
+    from citedocs.eval.retrieval import run_retrieval_eval
+
+    loaded = run(lambda: load_cases(*cases))
+    result = run(lambda: run_retrieval_eval(corpus, loaded, settings_for(db), mode=mode, run_dir=run_dir))
+    if as_json:
+        print_json(result)
+    else:
+        _print_metrics(f"retrieval ({mode}) on {corpus}", result)
+
+
+@eval_app.command("check")
+def eval_check(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `citedocs eval … --run-dir`.")],
+    cases: CasesOption,
+    floors: Annotated[Path, typer.Option("--floors", help="TOML/JSON file of floors and ceilings.")],
+) -> None:
+    """Fail unless the run covers exactly the current cases and clears every floor."""
+    from citedocs.eval.cases import load_cases
+    from citedocs.eval.gate import check
+
+    failures = run(lambda: check(run_dir, load_cases(*cases), floors))
+    for failure in failures:
+        out.print(f"[red]FAIL[/red] {failure}")
+    if failures:
+        raise typer.Exit(1)
+    out.print(f"[green]ok[/green] {run_dir} clears {floors}")
+
+
+@eval_app.command("noise")
+def eval_noise(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Two or more runs of the same code.")],
+    output: Annotated[Path | None, typer.Option("--out", help="Write the measured noise to this JSON file.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run-to-run noise per metric: the range of the means across repeated runs of unchanged code."""
+    from citedocs.eval.gate import noise, write_noise
+
+    measured = run(lambda: noise(run_dirs))
+    if output is not None:
+        run(lambda: write_noise(output, measured, run_dirs))
+    if as_json:
+        print_json(measured)
+    else:
+        for name, value in sorted(measured.items()):
+            out.print(f"{name}: {value:.4f}")
+
+
+@eval_app.command("compare")
+def eval_compare(
+    base: Annotated[Path, typer.Argument(help="Baseline run directory.")],
+    new: Annotated[Path, typer.Argument(help="New run directory.")],
+    noise_file: Annotated[Path | None, typer.Option("--noise", help="Noise JSON from `citedocs eval noise`.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Flag a regression only when the paired 95% interval excludes zero and the drop exceeds the noise."""
+    from citedocs.eval.gate import compare, read_noise
+
+    measured = run(lambda: read_noise(noise_file)) if noise_file else None
+    regressions = run(lambda: compare(base, new, measured))
+    if as_json:
+        print_json([r.__dict__ if hasattr(r, "__dict__") else str(r) for r in regressions])
+    for r in regressions:
+        out.print(f"[red]REGRESSION[/red] {r}")
+    if regressions:
+        raise typer.Exit(1)
+    if not as_json:
+        out.print("no regression beyond noise")
