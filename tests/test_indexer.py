@@ -15,7 +15,7 @@ from citedocs.settings import Settings
 
 
 def _app(tmp_path: Path, **kw: object) -> Citedocs:
-    return Citedocs(Settings(db=str(tmp_path / "index.db"), **kw))  # type: ignore[arg-type]
+    return Citedocs(Settings(db=str(tmp_path / "index.db"), embedder="none", **kw))  # type: ignore[arg-type]
 
 
 def _consistency(db: Path) -> dict[str, int]:
@@ -118,7 +118,7 @@ _KILL_SCRIPT = """
 import sys
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
-app = Citedocs(Settings(db=sys.argv[1]))
+app = Citedocs(Settings(db=sys.argv[1], embedder="none"))
 app.add_folder(sys.argv[2])
 app.index()
 """
@@ -152,14 +152,14 @@ def test_kill_9_during_indexing_leaves_a_consistent_db_that_resumes(tmp_path: Pa
     partial = _consistency(db)
     assert 40 <= partial["docs"] < 400
 
-    app = Citedocs(Settings(db=str(db)))
+    app = Citedocs(Settings(db=str(db), embedder="none"))
     assert app.status()["jobs"][0]["state"] == "interrupted"
     [report] = app.index()
     assert report.indexed + report.unchanged == 400
     assert report.unchanged >= partial["docs"] - 1
     final = _consistency(db)
     assert final["docs"] == 400
-    fresh = Citedocs(Settings(db=str(tmp_path / "fresh.db")))
+    fresh = Citedocs(Settings(db=str(tmp_path / "fresh.db"), embedder="none"))
     fresh.add_folder(root)
     fresh.index()
     assert _consistency(tmp_path / "fresh.db")["chunks"] == final["chunks"]

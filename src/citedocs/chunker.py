@@ -75,10 +75,11 @@ def _sections(segments: Sequence[Segment]) -> list[tuple[tuple[str, ...], int | 
         if not seg.text.strip():
             continue
         units = list(_units(seg))
-        if sections and sections[-1][0] == seg.headings and sections[-1][1] == seg.page:
+        headings = tuple(h.strip() for h in seg.headings if h.strip())
+        if sections and sections[-1][0] == headings and sections[-1][1] == seg.page:
             sections[-1][2].extend(units)
         else:
-            sections.append((seg.headings, seg.page, units))
+            sections.append((headings, seg.page, units))
     return sections
 
 

@@ -95,6 +95,17 @@ def _index_and_report(app_: Any, name: str | None, force: bool, as_json: bool) -
     bar, update = _progress_bar("indexing")
     with bar:
         reports = run(lambda: app_.index(name, force=force, progress=update))
+    embedded = None
+    if app_.embedder is not None:
+        ebar = Progress(TextColumn("[bold]embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, transient=True)  # fmt: skip
+        task = ebar.add_task("embedding", total=None)
+        with ebar:
+            embedded = run(lambda: app_.embed(force=force, progress=lambda p: ebar.update(task, total=p.total,
+                                                                                      completed=p.done)))  # fmt: skip
+    if embedded is not None and not as_json:
+        out.print(f"embeddings: {embedded.embedded} chunks embedded in {embedded.seconds:.1f} s "
+                  f"({embedded.done}/{embedded.total} have vectors)")  # fmt: skip
     if as_json:
         print_json([
             {"source": r.source, "total": r.total, "indexed": r.indexed, "unchanged": r.unchanged,
@@ -212,7 +223,11 @@ def search(
 ) -> None:
     """Search the index."""
     with service(db) as app_:
-        result = run(lambda: app_.search(query, k=k, mode=mode, source=source, file_type=file_type))
+        result = run(
+            lambda: app_.search(
+                query, k=k, mode=mode, source=source, file_type=file_type, wait_for_model=True
+            )
+        )
         if as_json:
             print_json([h.to_dict() for h in result.hits])
             return

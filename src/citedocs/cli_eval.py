@@ -13,9 +13,12 @@ from citedocs.cli import DbOption, JsonOption, out, print_json, run, settings_fo
 eval_app = typer.Typer(help="Evaluate retrieval and answers; gate regressions.", no_args_is_help=True)
 
 CasesOption = Annotated[
-    list[Path], typer.Option("--cases", help="Case file(s) (JSONL); overlays with key_facts/kind merge by id.")
+    list[Path],
+    typer.Option("--cases", help="Case file(s) (JSONL); overlays with key_facts/kind merge by id."),
 ]
-RunDirOption = Annotated[Path | None, typer.Option("--run-dir", help="Write summary.json and cases.jsonl here.")]
+RunDirOption = Annotated[
+    Path | None, typer.Option("--run-dir", help="Write summary.json and cases.jsonl here.")
+]
 
 
 def _print_metrics(title: str, result: dict[str, object]) -> None:
@@ -71,7 +74,9 @@ def eval_check(
 @eval_app.command("noise")
 def eval_noise(
     run_dirs: Annotated[list[Path], typer.Argument(help="Two or more runs of the same code.")],
-    output: Annotated[Path | None, typer.Option("--out", help="Write the measured noise to this JSON file.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--out", help="Write the measured noise to this JSON file.")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Run-to-run noise per metric: the range of the means across repeated runs of unchanged code."""
@@ -91,7 +96,9 @@ def eval_noise(
 def eval_compare(
     base: Annotated[Path, typer.Argument(help="Baseline run directory.")],
     new: Annotated[Path, typer.Argument(help="New run directory.")],
-    noise_file: Annotated[Path | None, typer.Option("--noise", help="Noise JSON from `citedocs eval noise`.")] = None,
+    noise_file: Annotated[
+        Path | None, typer.Option("--noise", help="Noise JSON from `citedocs eval noise`.")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Flag a regression only when the paired 95% interval excludes zero and the drop exceeds the noise."""

@@ -46,6 +46,11 @@ def chunk_id_for(rel_path: str, heading: str, text: str, seen: dict[str, int]) -
     return digest if n == 0 else f"{digest[:13]}-{n}"
 
 
+def embedding_input(heading: str, text: str) -> str:
+    """What the embedder sees: the heading path gives a short passage its context."""
+    return f"{heading}\n{text}" if heading else text
+
+
 def chunk_records(rel_path: str, title: str | None, drafts: list[ChunkDraft]) -> list[ChunkRecord]:
     seen: dict[str, int] = {}
     name_terms = index_text(Path(rel_path).stem.replace("__", " ") + " " + (title or ""))
@@ -61,7 +66,7 @@ def chunk_records(rel_path: str, title: str | None, drafts: list[ChunkDraft]) ->
                 line_start=draft.line_start,
                 line_end=draft.line_end,
                 text=draft.text,
-                sha256=hashlib.sha256(draft.text.encode()).hexdigest(),
+                sha256=hashlib.sha256(embedding_input(draft.heading, draft.text).encode()).hexdigest(),
                 tokens=draft.tokens,
                 heading_terms=f"{name_terms} {index_text(draft.heading)}",
                 body_terms=index_text(draft.text),

@@ -5,24 +5,33 @@ It owns the store and the search engine for one Settings; front ends only transl
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from citedocs.analysis import query_terms
-from citedocs.errors import AccessDenied, InputError, NotFoundError
+from citedocs.embed.factory import make_embedder
+from citedocs.embed.lazy import LazyEmbedder
+from citedocs.embedding import FINGERPRINT_KEY, EmbedProgress, embed_pending
+from citedocs.errors import AccessDenied, EmbedderError, InputError, ModelMismatchError, NotFoundError
 from citedocs.folders import resolve_confined
 from citedocs.hits import Hit
 from citedocs.indexer import FolderIndexer, IndexProgress, ProgressCallback
 from citedocs.parsers import parse_file
+from citedocs.search.hybrid import CANDIDATES, VectorCache, fuse, semantic_ranking
 from citedocs.search.keyword import keyword_ranking
 from citedocs.search.snippets import make_snippet
+from citedocs.search.vectors import matrix_from_blobs
 from citedocs.settings import Settings
 from citedocs.store import Source, Store, StoredChunk
 
+_log = logging.getLogger(__name__)
 MAX_K = 50
 MODES = ("keyword", "semantic", "hybrid")
 
@@ -92,10 +101,23 @@ class Citedocs:
     def __init__(self, settings: Settings, store: Store | None = None) -> None:
         self.settings = settings
         self.store = store if store is not None else Store(settings.db_path)
-        self._index_lock = threading.Lock()
+        self._index_lock = threading.RLock()
+        self.embedder: LazyEmbedder | None = make_embedder(settings)
+        self.vectors = VectorCache(self.store)
+        self._embed_thread: threading.Thread | None = None
+        self._closing = threading.Event()
 
     def close(self) -> None:
+        self._closing.set()
         self.store.close()
+
+    def start_model(self) -> None:
+        """Begin loading the embedding model in the background (servers call this at start-up)."""
+        if self.embedder is not None:
+            self.embedder.start_loading()
+
+    def model_state(self) -> str:
+        return "disabled" if self.embedder is None else self.embedder.state
 
     # -- folders ----------------------------------------------------------------------------------
     def add_folder(
@@ -163,14 +185,40 @@ class Citedocs:
                     reports.append(indexer.index(source, force=force))
         return reports
 
-    def index_in_background(self, name: str | None = None, *, force: bool = False) -> threading.Thread:
-        thread = threading.Thread(target=self.index, args=(name,), kwargs={"force": force}, daemon=True,
-                                  name="citedocs-indexer")  # fmt: skip
-        thread.start()
-        return thread
+    def embed(
+        self, *, force: bool = False, progress: Callable[[EmbedProgress], None] | None = None
+    ) -> EmbedProgress | None:
+        """Vectors for every chunk that lacks one (after indexing); None when keyword-only."""
+        if self.embedder is None:
+            return None
+        with self._index_lock:
+            if force:
+                self.store.clear_vectors()
+            return embed_pending(self.store, self.embedder, batch=self.settings.embed_batch, progress=progress,
+                                 should_stop=self._closing.is_set)  # fmt: skip
 
     def wait_for_embeddings(self, timeout: float | None = None) -> None:
-        """Block until background embedding is done (no-op while the index is keyword-only)."""
+        """Block until the background embedding pass (if any) is done; run it here if none is running."""
+        thread = self._embed_thread
+        if thread is not None and thread.is_alive():
+            thread.join(timeout)
+        elif self.embedder is not None:
+            self.embed()
+
+    def index_in_background(self, name: str | None = None, *, force: bool = False) -> threading.Thread:
+        """Keyword indexing, then embedding, in a daemon thread; `status()` reports progress."""
+
+        def work() -> None:
+            try:
+                self.index(name, force=force)
+                self.embed(force=force)
+            except Exception as exc:  # recorded in the jobs table; the thread must not die noisily
+                _log.warning("background indexing stopped: %s", exc)
+
+        thread = threading.Thread(target=work, daemon=True, name="citedocs-indexer")
+        self._embed_thread = thread
+        thread.start()
+        return thread
 
     # -- status -----------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
@@ -182,8 +230,16 @@ class Citedocs:
             jobs.append({"id": job.id, "source_id": job.source_id, "kind": job.kind, "state": state,
                          "total": job.total, "done": job.done, "failed": job.failed, "current": job.current,
                          "message": job.message, "started": job.started, "finished": job.finished})  # fmt: skip
+        have, total = self.store.vector_counts()
         return {
             "db": self.store.path,
+            "embedder": {
+                "name": None if self.embedder is None else self.embedder.name,
+                "state": self.model_state(),
+                "vectors": have,
+                "chunks": total,
+                "fingerprint": self.store.get_meta(FINGERPRINT_KEY),
+            },
             "totals": self.store.counts(),
             "sources": [s.to_dict() for s in self.list_sources()],
             "jobs": jobs,
@@ -199,6 +255,7 @@ class Citedocs:
         mode: str | None = None,
         source: str | None = None,
         file_type: str | None = None,
+        wait_for_model: bool = False,
     ) -> SearchResult:
         k = self.settings.top_k if k is None else k
         if not 1 <= k <= MAX_K:
@@ -209,17 +266,112 @@ class Citedocs:
         if not query.strip():
             raise InputError("The query is empty.", "Type some words to search for.")
         source_ids = [self.find_source(source).id] if source else None
-        formats = [file_type.lower().lstrip(".")] if file_type else None
+        formats = _format_aliases([file_type.lower().lstrip(".")] if file_type else None)
+        terms = query_terms(query)
+        depth = max(CANDIDATES, k)
+        semantic: list[tuple[int, float]] | None = None
         note = None
         if mode != "keyword":
-            note = "semantic search is not available yet; keyword results shown"
-        terms = query_terms(query)
-        ranking = keyword_ranking(
-            self.store, query, k, source_ids=source_ids, formats=_format_aliases(formats)
-        )
+            semantic, note = self._semantic(query, depth, source_ids, formats, mode, wait_for_model)
+        if semantic is None:
+            ranking = keyword_ranking(self.store, query, k, source_ids=source_ids, formats=formats)
+            used = "keyword"
+        elif mode == "semantic":
+            ranking, used = semantic[:k], "semantic"
+        else:
+            keyword = keyword_ranking(self.store, query, depth, source_ids=source_ids, formats=formats)
+            ranking, used = fuse(keyword, semantic, k), "hybrid"
         chunks = self.store.chunks_by_rowid([rowid for rowid, _ in ranking])
         hits = [hit_from_chunk(chunks[rowid], score, terms) for rowid, score in ranking if rowid in chunks]
-        return SearchResult(query, "keyword", hits, note)
+        return SearchResult(query, used, hits, note)
+
+    def _semantic(
+        self,
+        query: str,
+        depth: int,
+        source_ids: list[int] | None,
+        formats: list[str] | None,
+        mode: str,
+        wait_for_model: bool,
+    ) -> tuple[list[tuple[int, float]] | None, str | None]:
+        """Vector ranking, or None and a note saying why keyword results are shown instead."""
+        if self.embedder is None:
+            return None, "semantic search is off (CITEDOCS_EMBEDDER=none); keyword results shown"
+        if not self.embedder.ready:
+            if not wait_for_model:
+                self.embedder.start_loading()
+                return None, f"the embedding model is {self.embedder.state}; keyword results shown meanwhile"
+            self.embedder.wait()
+        try:
+            stored = self.store.get_meta(FINGERPRINT_KEY)
+            if stored is not None and stored != self.embedder.fingerprint():
+                raise ModelMismatchError(
+                    f"The index was embedded with {stored!r}, not the configured {self.embedder.fingerprint()!r}.",
+                    "Run `citedocs reindex --force` to re-embed, or set CITEDOCS_EMBEDDER back.",
+                )
+            matrix = self.vectors.matrix(self.embedder.dim)
+            if matrix is None:
+                return None, "no vectors yet (embedding runs after indexing); keyword results shown"
+            query_vec = self.embedder.embed_query(query)
+        except ModelMismatchError:
+            if mode == "semantic":
+                raise
+            return (
+                None,
+                "the index was embedded with another model; keyword results shown. Run `citedocs reindex --force`.",
+            )
+        except EmbedderError as exc:
+            if mode == "semantic":
+                raise
+            return None, f"semantic search unavailable ({exc.message}); keyword results shown"
+        allowed = self.store.rowids_matching(source_ids, formats) if source_ids or formats else None
+        have, total = self.store.vector_counts()
+        note = None if have >= total else f"embedding in progress ({have}/{total} chunks have vectors)"
+        return semantic_ranking(matrix, query_vec, depth, allowed), note
+
+    def find_similar(self, path: str, k: int = 5) -> SearchResult:
+        """Files most like the given one: the mean of its chunk vectors against every other chunk, best per file."""
+        if not 1 <= k <= MAX_K:
+            raise InputError(f"k must be between 1 and {MAX_K}, got {k}.", "Ask for fewer results.")
+        _, resolved = resolve_confined(path, self.folders())
+        found = self.store.document_by_path(str(resolved))
+        if found is None or found[0].id is None:
+            raise NotFoundError(f"{path} is not indexed.", "Run `citedocs reindex` and try again.")
+        doc, _ = found
+        own = set(self.store.document_rowids(doc.id))  # type: ignore[arg-type]
+        note = None
+        ranking: list[tuple[int, float]] = []
+        matrix = None
+        if self.embedder is not None:
+            try:
+                self.embedder.wait()
+                matrix = self.vectors.matrix(self.embedder.dim)
+            except EmbedderError as exc:
+                note = f"semantic model unavailable ({exc.message}); keyword similarity shown"
+        if matrix is not None:
+            blobs = self.store.vectors_for_rowids(sorted(own))
+            if blobs:
+                centroid = matrix_from_blobs(blobs, matrix.dim).mean(axis=0)
+                centroid /= float(np.linalg.norm(centroid)) or 1.0
+                ranking = matrix.top_k(centroid, 400)
+        if not ranking:
+            note = note or "no vectors for this file; keyword similarity shown"
+            chunks = self.store.chunks_of_document(doc.id)  # type: ignore[arg-type]
+            text = " ".join(c.heading + " " + c.text[:400] for c in chunks[:8])
+            ranking = keyword_ranking(self.store, " ".join(query_terms(text)[:40]), 400)
+        best: dict[str, tuple[int, float]] = {}
+        chunks_by_row = self.store.chunks_by_rowid([r for r, _ in ranking if r not in own])
+        for rowid, score in ranking:
+            chunk = chunks_by_row.get(rowid)
+            if chunk is None or chunk.path in best:
+                continue
+            best[chunk.path] = (rowid, score)
+            if len(best) == k:
+                break
+        hits = [hit_from_chunk(chunks_by_row[r], s, []) for r, s in best.values()]
+        return SearchResult(
+            str(resolved), "semantic" if matrix is not None and not note else "keyword", hits, note
+        )
 
     # -- reading ----------------------------------------------------------------------------------
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ReadResult:

@@ -72,7 +72,14 @@ def run_retrieval_eval(
             tmp.cleanup()
     metrics = summarize(columns(per_case))
     latencies.sort()
-    meta = run_meta(list(cases), settings.model_dump(mode="json"), kind="retrieval", mode=mode, corpus=str(corpus), note=note)
+    meta = run_meta(
+        list(cases),
+        settings.model_dump(mode="json"),
+        kind="retrieval",
+        mode=mode,
+        corpus=str(corpus),
+        note=note,
+    )
     if run_dir is not None:
         write_run(run_dir, per_case, meta, details)
     return {

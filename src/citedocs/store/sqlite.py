@@ -345,6 +345,88 @@ class SQLiteStore:
         )
         return [StoredChunk(**dict(r)) for r in rows]
 
+    # -- embeddings -------------------------------------------------------------------------------
+    def chunks_without_vectors(self, limit: int) -> list[tuple[str, str, str]]:
+        """(sha256, heading, text) of chunks whose embedding input has no vector yet."""
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT c.sha256, c.heading, c.text FROM chunks c WHERE NOT EXISTS "
+                "(SELECT 1 FROM embeddings e WHERE e.sha256 = c.sha256) GROUP BY c.sha256 LIMIT ?",
+                (limit,),
+            )
+            .fetchall()
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def vector_counts(self) -> tuple[int, int]:
+        """(chunks with a vector, all chunks)."""
+        row = (
+            self._conn()
+            .execute(
+                "SELECT (SELECT COUNT(*) FROM chunks c WHERE EXISTS (SELECT 1 FROM embeddings e WHERE e.sha256 = c.sha256)),"
+                " (SELECT COUNT(*) FROM chunks)"
+            )
+            .fetchone()
+        )
+        return int(row[0]), int(row[1])
+
+    def put_vectors(self, items: Sequence[tuple[str, bytes]]) -> None:
+        with self.transaction() as conn:
+            conn.executemany("INSERT OR REPLACE INTO embeddings (sha256, vec) VALUES (?, ?)", items)
+            self._bump(conn)
+
+    def all_vectors(self) -> tuple[list[int], list[bytes]]:
+        """(chunk rowids, vector blobs) for every chunk that has a vector."""
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT c.id, e.vec FROM chunks c JOIN embeddings e ON e.sha256 = c.sha256 ORDER BY c.id"
+            )
+            .fetchall()
+        )
+        return [int(r[0]) for r in rows], [bytes(r[1]) for r in rows]
+
+    def vectors_for_rowids(self, rowids: Sequence[int]) -> list[bytes]:
+        if not rowids:
+            return []
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT e.vec FROM chunks c JOIN embeddings e ON e.sha256 = c.sha256 WHERE c.id IN "
+                f"({','.join('?' * len(rowids))})",
+                tuple(rowids),
+            )
+            .fetchall()
+        )
+        return [bytes(r[0]) for r in rows]
+
+    def purge_orphan_vectors(self) -> int:
+        with self.transaction() as conn:
+            cur = conn.execute("DELETE FROM embeddings WHERE sha256 NOT IN (SELECT sha256 FROM chunks)")
+        return cur.rowcount
+
+    def clear_vectors(self) -> None:
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM embeddings")
+            conn.execute("DELETE FROM meta WHERE key = 'embed_fingerprint'")
+            self._bump(conn)
+
+    def rowids_matching(self, source_ids: Sequence[int] | None, formats: Sequence[str] | None) -> list[int]:
+        sql = "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id WHERE 1 = 1"
+        args: list[Any] = []
+        if source_ids is not None:
+            sql += f" AND d.source_id IN ({','.join('?' * len(source_ids))})"
+            args.extend(source_ids)
+        if formats is not None:
+            sql += f" AND d.format IN ({','.join('?' * len(formats))})"
+            args.extend(formats)
+        return [int(r[0]) for r in self._conn().execute(sql, args).fetchall()]
+
+    def document_rowids(self, document_id: int) -> list[int]:
+        rows = self._conn().execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,)).fetchall()
+        return [int(r[0]) for r in rows]
+
     # -- jobs -------------------------------------------------------------------------------------
     def start_job(self, source_id: int | None, kind: str, total: int = 0) -> int:
         with self.transaction() as conn:
