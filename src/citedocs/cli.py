@@ -273,9 +273,11 @@ def parse_read_target(target: str) -> tuple[str, int | None, int | None]:
 
 
 def _register_subcommands() -> None:
+    from citedocs.cli_bench import bench_app
     from citedocs.cli_eval import eval_app
 
     app.add_typer(eval_app, name="eval")
+    app.add_typer(bench_app, name="bench")
 
 
 _register_subcommands()
