@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from citedocs.errors import CitedocsError
-from citedocs.settings import Settings
+from citedocs.cli_common import DbOption, JsonOption, console, out, print_json, run, service
 
 if TYPE_CHECKING:
     from citedocs.indexer import IndexProgress
@@ -27,55 +23,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console(stderr=True)
-out = Console(soft_wrap=True, highlight=False)
-
-DbOption = Annotated[
-    str | None, typer.Option("--db", help="Index file (default: platform data dir; env CITEDOCS_DB).")
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-T = TypeVar("T")
-
-EXIT_ERROR = 1
-EXIT_NOT_FOUND = 3
-EXIT_DENIED = 4
-
-
-def settings_for(db: str | None) -> Settings:
-    return Settings(db=db) if db else Settings()
-
-
-@contextmanager
-def service(db: str | None) -> Iterator[Any]:
-    from citedocs.service import Citedocs
-
-    app_ = Citedocs(settings_for(db))
-    try:
-        yield app_
-    finally:
-        app_.close()
-
-
-def run(fn: Callable[[], T]) -> T:
-    """Translate library errors into a message and an exit code; never a traceback for a user error."""
-    from citedocs.errors import AccessDenied, NotFoundError
-
-    try:
-        return fn()
-    except CitedocsError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        code = (
-            EXIT_NOT_FOUND
-            if isinstance(exc, NotFoundError)
-            else EXIT_DENIED
-            if isinstance(exc, AccessDenied)
-            else EXIT_ERROR
-        )
-        raise typer.Exit(code) from None
-
-
-def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
 def _progress_bar(label: str) -> tuple[Progress, Callable[[IndexProgress], None]]:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from citedocs.cli import DbOption, JsonOption, out, print_json, run, settings_for
+from citedocs.cli_common import DbOption, JsonOption, out, print_json, run, settings_for
 
 bench_app = typer.Typer(
     help="Benchmarks (quality and speed) with the production pipeline.", no_args_is_help=True

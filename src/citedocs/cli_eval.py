@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from citedocs.cli import DbOption, JsonOption, out, print_json, run, settings_for
+from citedocs.cli_common import DbOption, JsonOption, out, print_json, run, settings_for
 
 eval_app = typer.Typer(help="Evaluate retrieval and answers; gate regressions.", no_args_is_help=True)
 

@@ -1,0 +1,5 @@
+"""`python -m citedocs` runs the CLI."""
+
+from citedocs.cli import main
+
+main()

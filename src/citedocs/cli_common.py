@@ -1,0 +1,63 @@
+"""Shared pieces of the CLI: options, output, error translation."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from citedocs.errors import AccessDenied, CitedocsError, NotFoundError
+from citedocs.settings import Settings
+
+console = Console(stderr=True)
+out = Console(soft_wrap=True, highlight=False)
+
+DbOption = Annotated[
+    str | None, typer.Option("--db", help="Index file (default: platform data dir; env CITEDOCS_DB).")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+T = TypeVar("T")
+
+EXIT_ERROR = 1
+EXIT_NOT_FOUND = 3
+EXIT_DENIED = 4
+
+
+def settings_for(db: str | None) -> Settings:
+    return Settings(db=db) if db else Settings()
+
+
+@contextmanager
+def service(db: str | None) -> Iterator[Any]:
+    from citedocs.service import Citedocs
+
+    app_ = Citedocs(settings_for(db))
+    try:
+        yield app_
+    finally:
+        app_.close()
+
+
+def run(fn: Callable[[], T]) -> T:
+    """Translate library errors into a message and an exit code; never a traceback for a user error."""
+    try:
+        return fn()
+    except CitedocsError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        code = (
+            EXIT_NOT_FOUND
+            if isinstance(exc, NotFoundError)
+            else EXIT_DENIED
+            if isinstance(exc, AccessDenied)
+            else EXIT_ERROR
+        )
+        raise typer.Exit(code) from None
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
