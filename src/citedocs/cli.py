@@ -11,7 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from citedocs.cli_common import DbOption, JsonOption, console, out, print_json, run, service
+from citedocs.cli_common import DbOption, JsonOption, console, out, print_json, run, service, settings_for
 
 if TYPE_CHECKING:
     from citedocs.indexer import IndexProgress
@@ -208,6 +208,26 @@ def read(
                         "total_lines": result.total_lines, "text": result.text})  # fmt: skip
             return
         sys.stdout.write(result.text + "\n")
+
+
+@app.command()
+def mcp(
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="Hide tools that change what is registered.")
+    ] = False,
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
+    host: Annotated[str | None, typer.Option("--host", help="HTTP bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="HTTP port (default CITEDOCS_PORT).")] = None,
+    db: DbOption = None,
+) -> None:
+    """Run the MCP server (stdio by default) with both tool sets: folders and llms.txt sites."""
+    from citedocs.mcp import run_http, run_stdio
+
+    settings = settings_for(db)
+    if http:
+        run(lambda: run_http(settings, host=host, port=port, read_only=read_only))
+    else:
+        run(lambda: run_stdio(settings, read_only=read_only))
 
 
 def parse_read_target(target: str) -> tuple[str, int | None, int | None]:

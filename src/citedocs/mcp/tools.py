@@ -1,0 +1,393 @@
+"""The MCP server: docsonar's folder tools and llmstxt-doc-search's site tools over one Citedocs.
+
+Each tool is a thin wrapper over one library call. A problem the model can fix (a bad path, an unknown
+source, k out of range) comes back as a tool error whose text says what to do next; degraded states come
+back in a `note`; every result is bounded by a character budget with a way to page on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from citedocs.errors import CitedocsError
+from citedocs.mcp.budget import DEFAULT_MAX_CHARS, fit_chars, fit_items, fit_lines
+from citedocs.mcp.shapes import (
+    AddFolderOut,
+    FoldersOut,
+    HitOut,
+    IndexingOut,
+    ReadOut,
+    ReindexOut,
+    RemoveOut,
+    SearchOut,
+    SimilarOut,
+    StatusOut,
+    folder_out,
+    hit_dict,
+    iso_time,
+    tool_message,
+)
+
+if TYPE_CHECKING:
+    from citedocs.service import Citedocs
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+MUTATING_TOOLS = frozenset(
+    {"add_folder", "remove_folder", "reindex", "add_doc_source", "remove_doc_source", "refresh_doc_source"}
+)
+MAX_FAILURES_SHOWN = 50
+
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+READ_WEB = ToolAnnotations(read_only_hint=True, open_world_hint=True)
+ADD = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+ADD_WEB = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True
+)
+REMOVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+
+Mode = Literal["keyword", "semantic", "hybrid"]
+TopK = Annotated[int, Field(ge=1, le=50, description="How many results to return (1-50).")]
+
+
+def model_fixable(fn: Callable[P, R]) -> Callable[P, R]:
+    """Library errors become tool errors (isError results the model reads), never protocol errors."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except CitedocsError as exc:
+            raise ToolError(tool_message(exc)) from exc
+
+    return wrapper
+
+
+def build_server(app: Citedocs, *, read_only: bool = False, max_chars: int | None = None) -> MCPServer:
+    """One MCP server for both tool sets over `app`; `read_only` hides the tools that change the registry."""
+    budget = max_chars or int(getattr(app.settings, "mcp_max_chars", 0) or DEFAULT_MAX_CHARS)
+    server = MCPServer(
+        "citedocs",
+        title="citedocs — search your folders and documentation sites",
+        instructions=instructions_for(app, read_only=read_only, max_chars=budget),
+        log_level="WARNING",
+    )
+    tools = _FolderTools(app, budget)
+    site_tools = _SiteTools(app, budget)
+
+    def add(fn: Callable[..., Any], annotations: ToolAnnotations, title: str) -> None:
+        if read_only and fn.__name__ in MUTATING_TOOLS:
+            return
+        description = " ".join((fn.__doc__ or "").split())
+        server.add_tool(model_fixable(fn), fn.__name__, title, description, annotations)
+
+    add(tools.add_folder, ADD, "Register a folder")
+    add(tools.remove_folder, REMOVE, "Unregister a folder")
+    add(tools.list_folders, READ, "List folders")
+    add(tools.search, READ, "Search folders")
+    add(tools.read_file, READ, "Read a file")
+    add(tools.find_similar, READ, "Find similar files")
+    add(tools.reindex, ADD, "Reindex folders")
+    add(tools.index_status, READ, "Index status")
+    add(site_tools.docs_home, READ, "Documentation sites overview")
+    add(site_tools.list_doc_sources, READ, "List documentation sites")
+    add(site_tools.search_docs, READ_WEB, "Search documentation sites")
+    add(site_tools.fetch_doc, READ_WEB, "Fetch a documentation page")
+    add(site_tools.add_doc_source, ADD_WEB, "Add a documentation site")
+    add(site_tools.remove_doc_source, REMOVE, "Remove a documentation site")
+    add(site_tools.refresh_doc_source, ADD_WEB, "Refresh a documentation site")
+    if answers_enabled(app):
+        add(site_tools.ask, READ, "Answer a question with citations")
+    return server
+
+
+def answers_enabled(app: Citedocs) -> bool:
+    return bool(app.settings.llm_base_url or app.settings.llm_gguf)
+
+
+def instructions_for(app: Citedocs, *, read_only: bool, max_chars: int) -> str:
+    """What the model is told at connect time: what is indexed and the order to call the tools in."""
+    folders = [f"{i.uri} ({i.docs} docs)" for i in app.list_sources("folder")]
+    sites: list[str] = []
+    with contextlib.suppress(AttributeError, CitedocsError):
+        sites = [f"{s.name} ({s.to_dict().get('docs', '?')} docs)" for s in app.sites.list()]  # type: ignore[attr-defined]
+    add_folder = "" if read_only else " — register one with add_folder(path)"
+    add_site = "" if read_only else " — add one with add_doc_source(name, llms_txt_url)"
+    lines = [
+        "citedocs searches the user's own documents: local folders and llms.txt documentation sites.",
+        f"Indexed folders: {'; '.join(folders) or 'none yet' + add_folder}.",
+        f"Documentation sites: {'; '.join(sites) or 'none yet' + add_site}.",
+        "How to use the tools:",
+        "- search(query) ranks passages from the folders; each hit has path, heading, line_start-line_end, "
+        "score, snippet and chunk_id. Then read_file(path, start_line, end_line) on a hit's lines for context.",
+        "- Cite a passage by its location ('setup.md:10-24' or 'report.pdf, p. 12').",
+        "- search_docs(query, source?) ranks documentation site pages; fetch_doc(url) reads one. "
+        "docs_home() summarises the sites.",
+        "- index_status() shows background indexing; search answers from keywords while it runs.",
+        f"- Results are capped at about {max_chars} characters: read_file returns next_start_line and "
+        "fetch_doc next_offset when there is more.",
+    ]
+    if read_only:
+        lines.append("- This server is read-only: folders and sites cannot be added or removed here.")
+    if answers_enabled(app):
+        lines.append("- ask(question) answers from the index with checked citations.")
+    return "\n".join(lines)
+
+
+class _FolderTools:
+    """docsonar's tools. Method names are the tool names; docstrings are the tool descriptions."""
+
+    def __init__(self, app: Citedocs, budget: int) -> None:
+        self.app = app
+        self.budget = budget
+        self.threads: list[threading.Thread] = []
+
+    def _background(self, name: str | None, force: bool = False) -> None:
+        self.threads = [t for t in self.threads if t.is_alive()]
+        self.threads.append(self.app.index_in_background(name, force=force))
+
+    def _folder(self, path: str) -> Any:
+        source = self.app.find_source(path)
+        if source.kind != "folder":
+            raise ToolError(
+                f"{path} is a documentation site, not a folder. Use the *_doc_source tools for sites."
+            )
+        return source
+
+    def add_folder(
+        self,
+        path: Annotated[str, Field(description="Absolute path of the folder to register (~ is expanded).")],
+        include_globs: Annotated[
+            list[str] | None, Field(description="Only index files matching these globs, e.g. ['**/*.md'].")
+        ] = None,
+        exclude_globs: Annotated[
+            list[str] | None, Field(description="Skip files matching these globs, e.g. ['drafts/**'].")
+        ] = None,
+    ) -> AddFolderOut:
+        """Register a folder of documents (txt, md, rst, pdf, docx, html, code) and start indexing it in the
+        background. Returns at once; poll index_status until indexing.active is false. Files are only read,
+        never changed."""
+        before = {str(p) for p in self.app.folders()}
+        source = self.app.add_folder(path, include_globs or (), exclude_globs or ())
+        self._background(source.name)
+        info = next(i for i in self.app.list_sources("folder") if i.uri == source.uri)
+        already = source.uri in before
+        return AddFolderOut(
+            folder=folder_out(info), already_registered=already, indexing=True,
+            message=("Already registered; checking for changed files." if already else "Registered.")
+            + " Indexing runs in the background: call index_status to follow it; search works meanwhile.",
+        )  # fmt: skip
+
+    def remove_folder(
+        self, path: Annotated[str, Field(description="A registered folder path, as list_folders shows it.")]
+    ) -> RemoveOut:
+        """Unregister a folder and purge its index data. The files on disk are not touched."""
+        source = self._folder(path)
+        self.app.remove(source.name)
+        return RemoveOut(removed=source.uri, message="Unregistered; its passages are gone from the index.")
+
+    def list_folders(self) -> FoldersOut:
+        """The registered folders with document and passage counts, status and last index time."""
+        return FoldersOut(folders=[folder_out(i) for i in self.app.list_sources("folder")])
+
+    def search(
+        self,
+        query: Annotated[str, Field(description="Words or a question; exact identifiers work well.")],
+        top_k: TopK = 5,
+        folder: Annotated[
+            str | None, Field(description="Only search this registered folder (or site name).")
+        ] = None,
+        file_type: Annotated[
+            str | None, Field(description="Only this format: md, pdf, docx, html, txt, …")
+        ] = None,
+        mode: Annotated[
+            Mode | None, Field(description="keyword, semantic or hybrid (default: hybrid when available).")
+        ] = None,
+    ) -> SearchOut:
+        """Search the indexed folders with keyword + semantic ranking. Each hit gives the file path, heading
+        or page, line span, score, snippet, passage text and a stable chunk_id; read_file a hit's lines to see
+        its surroundings."""
+        result = self.app.search(query, k=top_k, mode=mode, source=folder, file_type=file_type)
+        fitted = fit_items([hit_dict(h) for h in result.hits], self.budget - 600)
+        return SearchOut(query=query, mode=result.mode, hits=[HitOut(**h) for h in fitted.items],
+                         note=_join(result.note, fitted.note))  # fmt: skip
+
+    def read_file(
+        self,
+        path: Annotated[
+            str, Field(description="A file inside a registered folder (absolute, or relative to it).")
+        ],
+        start_line: Annotated[int | None, Field(ge=1, description="First line to return (1-based).")] = None,
+        end_line: Annotated[int | None, Field(ge=1, description="Last line to return (inclusive).")] = None,
+    ) -> ReadOut:
+        """Read a file's text (extracted text for pdf/docx/html), optionally only some lines. Only files
+        inside registered folders can be read. Long output stops early and gives next_start_line."""
+        read = self.app.read(path, start_line, end_line)
+        window = fit_lines(read.text.split("\n"), read.start_line, read.total_lines, self.budget - 400)
+        return ReadOut(path=read.path, start_line=read.start_line, end_line=window.end_line,
+                       total_lines=read.total_lines, format=read.format, text=window.text,
+                       next_start_line=window.next_start_line, note=window.note)  # fmt: skip
+
+    def find_similar(
+        self,
+        path: Annotated[str, Field(description="An indexed file inside a registered folder.")],
+        top_k: TopK = 5,
+    ) -> SimilarOut:
+        """Find the indexed passages from other files that are most similar in meaning to this file."""
+        finder = getattr(self.app, "find_similar", None)
+        if finder is None:
+            raise ToolError("find_similar is not available in this build of citedocs. Use search instead.")
+        result = finder(path, top_k)
+        hits = result.hits if hasattr(result, "hits") else result
+        fitted = fit_items([hit_dict(h) for h in hits], self.budget - 600)
+        return SimilarOut(path=path, hits=[HitOut(**h) for h in fitted.items],
+                          note=_join(getattr(result, "note", None), fitted.note))  # fmt: skip
+
+    def reindex(
+        self,
+        folder: Annotated[str | None, Field(description="One registered folder (default: all).")] = None,
+        force: Annotated[
+            bool, Field(description="Rebuild every file, not only new and changed ones.")
+        ] = False,
+    ) -> ReindexOut:
+        """Bring the index up to date in the background: new and changed files are indexed, deleted ones
+        purged. Returns at once; poll index_status."""
+        names = [self._folder(folder).uri] if folder else [str(p) for p in self.app.folders()]
+        if not names:
+            raise ToolError("No folder is registered. Register one with add_folder first.")
+        self._background(names[0] if folder else None, force)
+        return ReindexOut(
+            folders=names, force=force, message="Reindexing in the background; call index_status."
+        )
+
+    def index_status(self) -> StatusOut:
+        """Index totals, embedding model state, background job progress and files that failed to index."""
+        status = self.app.status()
+        jobs = [{**j, "started": iso_time(j.get("started")), "finished": iso_time(j.get("finished"))}
+                for j in status["jobs"][:5]]  # fmt: skip
+        active = any(t.is_alive() for t in self.threads) or any(j["state"] == "running" for j in jobs)
+        failures = status["failures"]
+        note = None
+        if len(failures) > MAX_FAILURES_SHOWN:
+            note = f"showing {MAX_FAILURES_SHOWN} of {len(failures)} failed files"
+        return StatusOut(totals=status["totals"], embedder=status.get("embedder"),
+                         indexing=IndexingOut(active=active, jobs=jobs),
+                         folders=[folder_out(i) for i in self.app.list_sources("folder")],
+                         failures=failures[:MAX_FAILURES_SHOWN], note=note)  # fmt: skip
+
+
+class _SiteTools:
+    """llmstxt-doc-search's tools over `app.sites`, and `ask`."""
+
+    def __init__(self, app: Citedocs, budget: int) -> None:
+        self.app = app
+        self.budget = budget
+
+    @property
+    def sites(self) -> Any:
+        service = getattr(self.app, "sites", None)
+        if service is None:
+            raise ToolError("Documentation sites are not available in this build of citedocs.")
+        return service
+
+    def docs_home(self) -> dict[str, Any]:
+        """Start here for documentation sites: the registered sites with their counts and how to search and
+        fetch them."""
+        home: dict[str, Any] = self.sites.home()
+        return home
+
+    def list_doc_sources(self) -> dict[str, Any]:
+        """Every registered documentation site: its llms.txt URL, page count, status and last error."""
+        return {"sources": [s.to_dict() for s in self.sites.list()]}
+
+    def search_docs(
+        self,
+        query: Annotated[
+            str, Field(description="Words to look for in page titles, descriptions and sections.")
+        ],
+        source: Annotated[str | None, Field(description="Only this site (a name from docs_home).")] = None,
+        k: TopK = 5,
+    ) -> dict[str, Any]:
+        """Rank the pages of the registered documentation sites (all, or one source). Each hit has source,
+        title, url, description, section, score (0-1, comparable across sites) and snippet; pass a hit's url
+        to fetch_doc."""
+        hits = [h.to_dict() for h in self.sites.search(query, source=source, k=k)]
+        fitted = fit_items(hits, self.budget - 400)
+        return {"query": query, "hits": fitted.items, "note": fitted.note}
+
+    def fetch_doc(
+        self,
+        url: Annotated[
+            str, Field(description="A page URL from search_docs (or listed in a registered llms.txt).")
+        ],
+        offset: Annotated[
+            int, Field(ge=0, description="Character offset to continue from (next_offset).")
+        ] = 0,
+    ) -> dict[str, Any]:
+        """Read a documentation page as markdown. Only pages of registered sites can be fetched. Long pages
+        come in parts: call again with offset=next_offset."""
+        page = self.sites.fetch(url).to_dict()
+        markdown = str(page.pop("markdown", "") or "")
+        window = fit_chars(markdown, offset, self.budget - 600)
+        note = None
+        if window.next_offset is not None:
+            note = (
+                f"page cut to fit the budget; call fetch_doc again with offset={window.next_offset} for more"
+            )
+        return {**page, "markdown": window.text, "offset": offset, "total_chars": len(markdown),
+                "next_offset": window.next_offset, "note": note}  # fmt: skip
+
+    def add_doc_source(
+        self,
+        name: Annotated[str, Field(description="A short name for the site, e.g. 'langgraph'.")],
+        llms_txt_url: Annotated[str, Field(description="The site's llms.txt URL (http or https).")],
+    ) -> dict[str, Any]:
+        """Register a documentation site by its llms.txt and index its page list. It is kept for later runs."""
+        info: dict[str, Any] = self.sites.add(name, llms_txt_url).to_dict()
+        return info
+
+    def remove_doc_source(
+        self, name: Annotated[str, Field(description="A registered site name.")]
+    ) -> dict[str, Any]:
+        """Unregister a documentation site and purge its pages from the index."""
+        info = self.sites.remove(name).to_dict()
+        return {"removed": name, "source": info}
+
+    def refresh_doc_source(
+        self, name: Annotated[str, Field(description="A registered site name.")]
+    ) -> dict[str, Any]:
+        """Re-read a site's llms.txt to pick up new or changed pages; retries a site that recently failed."""
+        info: dict[str, Any] = self.sites.refresh(name).to_dict()
+        return info
+
+    def ask(
+        self, question: Annotated[str, Field(description="A question about the indexed documents.")]
+    ) -> dict[str, Any]:
+        """Answer a question from the indexed documents with a local language model. Every sentence cites
+        numbered sources, and citations are checked. Refuses when the documents do not hold the answer."""
+        answer = self.app.ask(question)  # type: ignore[attr-defined]
+        data: dict[str, Any] = answer.to_dict() if hasattr(answer, "to_dict") else dict(answer)
+        if isinstance(data.get("sources"), list):
+            fitted = fit_items(data["sources"], self.budget - 4000)
+            data["sources"] = fitted.items
+            data["note"] = _join(data.get("note"), fitted.note)
+        return data
+
+
+def _join(*notes: str | None) -> str | None:
+    parts = [n for n in notes if n]
+    return "; ".join(parts) if parts else None

@@ -1,0 +1,149 @@
+"""Serving the MCP server: stdio for desktop clients, streamable HTTP for everything else.
+
+One Citedocs (and so one loaded embedding model) serves every HTTP session. HTTP binds 127.0.0.1 by default
+and checks Host and Origin against the loopback names with the bound port, so a web page cannot reach it
+through DNS rebinding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from mcp.server.transport_security import TransportSecuritySettings
+
+from citedocs.mcp.tools import build_server
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from citedocs.service import Citedocs
+    from citedocs.settings import Settings
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def transport_security(
+    port: int | None, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()
+) -> TransportSecuritySettings:
+    """Host/Origin allow-lists: loopback names with `port` (any port when None), plus `allowed_hosts`."""
+    names = list(LOOPBACK_HOSTS)
+    if host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
+        names.append(f"[{host}]" if ":" in host else host)
+    names.extend(allowed_hosts)
+    suffix = "*" if port is None else str(port)
+    hosts = [f"{name}:{suffix}" for name in names]
+    if port in (80, None):
+        hosts.extend(names)
+    origins = [f"{scheme}://{host_port}" for host_port in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+def http_app(
+    app: Citedocs,
+    read_only: bool = False,
+    *,
+    port: int | None = None,
+    host: str = "127.0.0.1",
+    path: str = "/mcp",
+    allowed_hosts: Sequence[str] = (),
+    max_chars: int | None = None,
+) -> Starlette:
+    """An ASGI app serving streamable HTTP MCP at `path`.
+
+    Mounted inside another app, its lifespan must run too (Starlette does not run a mounted app's):
+    enter `mcp_app.router.lifespan_context(mcp_app)` in the outer app's lifespan.
+    """
+    server = build_server(app, read_only=read_only, max_chars=max_chars)
+    return server.streamable_http_app(
+        streamable_http_path=path,
+        transport_security=transport_security(port, host, allowed_hosts),
+        host=host,
+    )
+
+
+def _start_model(app: Citedocs) -> None:
+    start = getattr(app, "start_model", None)
+    if start is not None:
+        start()
+
+
+def run_stdio(settings: Settings, read_only: bool = False) -> None:
+    """Serve MCP on stdin/stdout until the client closes them (`citedocs mcp`). Logs go to stderr."""
+    import anyio
+
+    from citedocs.service import Citedocs
+
+    app = Citedocs(settings)
+    try:
+        _start_model(app)
+        server = build_server(app, read_only=read_only)
+        anyio.run(server.run_stdio_async)
+    finally:
+        app.close()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket (connections queue until the server accepts); port 0 picks a free one."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    return sock
+
+
+def run_http(
+    settings: Settings,
+    host: str | None = None,
+    port: int | None = None,
+    read_only: bool = False,
+    allowed_hosts: Sequence[str] = (),
+) -> None:
+    """A standalone streamable-HTTP MCP server at http://HOST:PORT/mcp until interrupted."""
+    import uvicorn
+
+    from citedocs.service import Citedocs
+
+    host = host or settings.host
+    sock = bind(host, settings.port if port is None else port)
+    bound_port = int(sock.getsockname()[1])
+    app = Citedocs(settings)
+    try:
+        _start_model(app)
+        asgi = http_app(app, read_only, port=bound_port, host=host, allowed_hosts=allowed_hosts)
+        shown = f"[{host}]" if ":" in host else host
+        print(f"citedocs MCP server on http://{shown}:{bound_port}/mcp", file=sys.stderr, flush=True)
+        config = uvicorn.Config(asgi, log_level="warning", lifespan="on")
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        app.close()
+        sock.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m citedocs.mcp`: the same server `citedocs mcp` runs."""
+    parser = argparse.ArgumentParser(prog="python -m citedocs.mcp", description="citedocs MCP server.")
+    parser.add_argument("--db", help="Index file (default: platform data dir; env CITEDOCS_DB).")
+    parser.add_argument("--read-only", action="store_true", help="Hide the tools that change the registry.")
+    parser.add_argument("--http", action="store_true", help="Serve streamable HTTP instead of stdio.")
+    parser.add_argument("--host", default=None, help="HTTP bind address (default 127.0.0.1).")
+    parser.add_argument(
+        "--port", type=int, default=None, help="HTTP port (default 8765; 0 picks a free one)."
+    )
+    parser.add_argument("--allow-host", action="append", default=[], help="Extra allowed Host name (HTTP).")
+    args = parser.parse_args(argv)
+
+    from citedocs.settings import Settings
+
+    settings = Settings(db=args.db) if args.db else Settings()
+    if args.http:
+        run_http(settings, args.host, args.port, args.read_only, args.allow_host)
+    else:
+        run_stdio(settings, args.read_only)
+    return 0
