@@ -471,8 +471,6 @@ def site_server(root: Path) -> Iterator[str]:
 
 
 def test_site_session_add_search_fetch_remove(tmp_path: Path) -> None:
-    if not hasattr(Citedocs, "sites"):
-        pytest.skip("Citedocs.sites is not wired yet (src/citedocs/sites.py)")
     site_app = Citedocs(settings_for(tmp_path, allowed_private_hosts=["127.0.0.1"]))
     root = tmp_path / "site"
     root.mkdir()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -211,6 +212,77 @@ def read(
 
 
 @app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="A question about your documents.")],
+    k: Annotated[int | None, typer.Option("-k", "--top-k", help="Sources to give the model (1-50).")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", help="keyword | semantic | hybrid")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Answer from your documents with a local LLM; every citation is checked before it is shown."""
+    from citedocs.answer.oneshot import ask_blocking
+
+    def show(event: Any) -> None:
+        if event.kind == "token" and not as_json:
+            sys.stdout.write(event.data["text"])
+            sys.stdout.flush()
+
+    with service(db) as app_:
+        data = run(lambda: ask_blocking(app_, question, k=k, mode=mode, on_event=show))
+    if as_json:
+        print_json(data)
+        return
+    if data.get("raw_answer") or data.get("refused_before_model"):
+        sys.stdout.write("\n\n")
+    out.print("[bold]Answer (citations checked):[/bold] " + str(data.get("answer", "")).replace("[", r"\["))
+    cited = set(data.get("citations") or [])
+    for source in data.get("sources", []):
+        if source["n"] in cited:
+            where = (
+                f"p. {source['page']}"
+                if source.get("page")
+                else f"lines {source['line_start']}-{source['line_end']}"
+            )
+            out.print(f"  \\[{source['n']}] {source['path']} · {where} · {source.get('heading') or '—'}")
+    if data.get("invalid_citations"):
+        out.print(f"[yellow]removed citations to missing sources: {data['invalid_citations']}[/yellow]")
+    if data.get("refused"):
+        out.print("[dim](refused: the documents do not answer this)[/dim]")
+
+
+@app.command()
+def serve(
+    folder: Annotated[
+        list[str] | None, typer.Option("--folder", help="Register and index this folder first.")
+    ] = None,
+    host: Annotated[str | None, typer.Option("--host", help="Bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="Port (default 8765).")] = None,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="MCP without registry-changing tools.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """HTTP API (/ask, /search, /healthz, /stats), MCP at /mcp and the web page at /."""
+    import uvicorn
+
+    from citedocs.api.app import create_app
+    from citedocs.mcp import http_app
+    from citedocs.service import Citedocs
+
+    settings = settings_for(db)
+    settings = settings.model_copy(update={"host": host or settings.host, "port": port or settings.port})
+    library = Citedocs(settings)
+    for path in folder or []:
+        run(partial(library.add_folder, path))
+    library.index_in_background()
+    library.start_model()
+    mcp_app = http_app(library, read_only, port=settings.port, host=settings.host, path="/")
+    api = create_app(settings, library, extra_mounts={"/mcp": mcp_app})
+    console.print(f"citedocs serving http://{settings.host}:{settings.port}/ (MCP at /mcp)")
+    uvicorn.run(api, host=settings.host, port=settings.port, log_level="warning")
+
+
+@app.command()
 def mcp(
     read_only: Annotated[
         bool, typer.Option("--read-only", help="Hide tools that change what is registered.")
@@ -242,7 +314,9 @@ def parse_read_target(target: str) -> tuple[str, int | None, int | None]:
 def _register_subcommands() -> None:
     from citedocs.cli_bench import bench_app
     from citedocs.cli_eval import eval_app
+    from citedocs.cli_sites import register as register_sites
 
+    register_sites(app)
     app.add_typer(eval_app, name="eval")
     app.add_typer(bench_app, name="bench")
 

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from citedocs.search.snippets import make_snippet
 from citedocs.search.vectors import matrix_from_blobs
 from citedocs.settings import Settings
 from citedocs.store import Source, Store, StoredChunk
+
+if TYPE_CHECKING:
+    from citedocs.sites import SiteService
 
 _log = logging.getLogger(__name__)
 MAX_K = 50
@@ -106,10 +109,23 @@ class Citedocs:
         self.vectors = VectorCache(self.store)
         self._embed_thread: threading.Thread | None = None
         self._closing = threading.Event()
+        self._sites: SiteService | None = None
 
     def close(self) -> None:
         self._closing.set()
+        if self._sites is not None:
+            self._sites.close()
         self.store.close()
+
+    @property
+    def sites(self) -> SiteService:
+        """The llms.txt sites registry, built on first use (its link index is in memory)."""
+        with self._index_lock:
+            if self._sites is None:
+                from citedocs.sites import SiteService
+
+                self._sites = SiteService(self.store, self.settings)
+            return self._sites
 
     def start_model(self) -> None:
         """Begin loading the embedding model in the background (servers call this at start-up)."""
@@ -162,6 +178,9 @@ class Citedocs:
 
     def remove(self, name_or_path: str) -> Source:
         source = self.find_source(name_or_path)
+        if source.kind == "site":
+            self.sites.remove(source.name)
+            return source
         self.store.remove_source(source.id)
         return source
 
@@ -183,6 +202,8 @@ class Citedocs:
             for source in sources:
                 if source.kind == "folder":
                     reports.append(indexer.index(source, force=force))
+                elif name:
+                    self.sites.refresh(source.name)
         return reports
 
     def embed(
@@ -372,6 +393,13 @@ class Citedocs:
         return SearchResult(
             str(resolved), "semantic" if matrix is not None and not note else "keyword", hits, note
         )
+
+    # -- answers ----------------------------------------------------------------------------------
+    def ask(self, question: str, *, k: int | None = None, mode: str | None = None) -> dict[str, Any]:
+        """A cited, checked answer (sources plus every field of `done`); starts the configured model if needed."""
+        from citedocs.answer.oneshot import ask_blocking
+
+        return ask_blocking(self, question, k=k, mode=mode)
 
     # -- reading ----------------------------------------------------------------------------------
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ReadResult:

@@ -76,8 +76,12 @@ class Settings(BaseSettings):
     llm_price_prompt_per_mtok: float = 0.0
     llm_price_completion_per_mtok: float = 0.0
     max_concurrent: int = 4
-    relevance_threshold: float = 0.0
+    # calibrated on claude-docs (60 real questions, 16 off-topic): see docs/http-api.md; <= 0 turns it off
+    relevance_threshold: float = 0.5
     otel_endpoint: str = ""
+
+    # MCP: characters per tool result before it is cut and paged
+    mcp_max_chars: int = 24000
 
     # servers
     host: str = "127.0.0.1"

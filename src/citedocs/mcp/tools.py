@@ -124,7 +124,7 @@ def instructions_for(app: Citedocs, *, read_only: bool, max_chars: int) -> str:
     folders = [f"{i.uri} ({i.docs} docs)" for i in app.list_sources("folder")]
     sites: list[str] = []
     with contextlib.suppress(AttributeError, CitedocsError):
-        sites = [f"{s.name} ({s.to_dict().get('docs', '?')} docs)" for s in app.sites.list()]  # type: ignore[attr-defined]
+        sites = [f"{s.name} ({s.to_dict().get('docs', '?')} docs)" for s in app.sites.list()]
     add_folder = "" if read_only else " — register one with add_folder(path)"
     add_site = "" if read_only else " — add one with add_doc_source(name, llms_txt_url)"
     lines = [
@@ -379,7 +379,7 @@ class _SiteTools:
     ) -> dict[str, Any]:
         """Answer a question from the indexed documents with a local language model. Every sentence cites
         numbered sources, and citations are checked. Refuses when the documents do not hold the answer."""
-        answer = self.app.ask(question)  # type: ignore[attr-defined]
+        answer = self.app.ask(question)
         data: dict[str, Any] = answer.to_dict() if hasattr(answer, "to_dict") else dict(answer)
         if isinstance(data.get("sources"), list):
             fitted = fit_items(data["sources"], self.budget - 4000)

@@ -1,0 +1,212 @@
+"""Start and supervise a local llama.cpp server for one GGUF file.
+
+One slot per concurrent answer (`--parallel` = max_concurrent) and `-c` sized for all slots together, since
+llama.cpp divides its context among them. It listens on a free port on 127.0.0.1 only, is ready when
+`/health` answers 200, is restarted (with backoff, a bounded number of times) if it dies, and is stopped with
+its whole process group on shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+
+import httpx
+
+from citedocs.errors import ConfigError, LLMError
+from citedocs.settings import Settings
+
+__all__ = ["CTX_PER_SLOT", "LlamaServer", "free_port"]
+
+CTX_PER_SLOT = 4096
+MAX_RESTARTS = 5
+RESTART_WINDOW_S = 600.0
+_LOG_TAIL_BYTES = 2000
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class LlamaServer:
+    """A supervised `llama-server` child process; `state` is stopped, starting, ready, restarting or failed."""
+
+    def __init__(
+        self,
+        gguf: str | Path,
+        binary: str = "llama-server",
+        *,
+        parallel: int = 4,
+        ctx_per_slot: int = CTX_PER_SLOT,
+        threads: int | None = None,
+        host: str = "127.0.0.1",
+        startup_timeout_s: float = 300.0,
+        log_path: str | Path | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        self.gguf = Path(gguf).expanduser()
+        self.binary = binary
+        self.parallel = max(1, parallel)
+        self.ctx_per_slot = ctx_per_slot
+        self.threads = threads
+        self.host = host
+        self.startup_timeout_s = startup_timeout_s
+        self.log_path = (
+            Path(log_path) if log_path else Path(tempfile.gettempdir()) / f"citedocs-llama-{os.getpid()}.log"
+        )
+        self.extra_args = extra_args
+        self.port = 0
+        self.state = "stopped"
+        self.last_error = ""
+        self.restarts = 0
+        self._process: asyncio.subprocess.Process | None = None
+        self._supervisor: asyncio.Task[None] | None = None
+        self._restart_times: deque[float] = deque(maxlen=MAX_RESTARTS)
+        self._stopping = False
+        self._log_start = 0
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **options: object) -> LlamaServer:
+        return cls(settings.llm_gguf, settings.llama_server, parallel=settings.max_concurrent, **options)  # type: ignore[arg-type]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def command(self) -> list[str]:
+        args = [self._resolve_binary(), "-m", str(self.gguf), "--host", self.host, "--port", str(self.port),
+                "--parallel", str(self.parallel), "-c", str(self.parallel * self.ctx_per_slot)]  # fmt: skip
+        if self.threads:
+            args += ["-t", str(self.threads)]
+        return args + list(self.extra_args)
+
+    def _resolve_binary(self) -> str:
+        found = shutil.which(self.binary)
+        if found is None:
+            raise ConfigError(
+                f"The llama.cpp server binary {self.binary!r} was not found.",
+                "Set CITEDOCS_LLAMA_SERVER to the path of llama-server, or CITEDOCS_LLM_BASE_URL to a running "
+                "OpenAI-compatible server.",
+            )
+        return found
+
+    async def start(self) -> None:
+        """Start the server and wait until it is ready; then keep it alive in the background."""
+        if not self.gguf.is_file():
+            self.state, self.last_error = "failed", f"{self.gguf} does not exist."
+            raise ConfigError(f"The model file {self.gguf} does not exist.", "Check CITEDOCS_LLM_GGUF.")
+        self._stopping = False
+        await self._spawn_and_wait()
+        self._supervisor = asyncio.create_task(self._supervise(), name="llama-supervisor")
+
+    async def _spawn_and_wait(self) -> None:
+        self.state = "starting" if self.restarts == 0 else "restarting"
+        self.port = self.port or free_port(self.host)
+        command = self.command()
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+        with open(self.log_path, "ab") as log:
+            self._process = await asyncio.create_subprocess_exec(
+                *command, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+            )
+        try:
+            await self._wait_ready()
+        except BaseException:
+            await self._kill()
+            raise
+        self.state = "ready"
+
+    async def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        url = f"http://{self.host}:{self.port}/health"
+        async with httpx.AsyncClient(trust_env=False, timeout=2.0) as client:
+            while time.monotonic() < deadline:
+                if self._process is None or self._process.returncode is not None:
+                    tail = self.log_tail()
+                    self.state, self.last_error = "failed", f"llama-server exited: {tail}"
+                    raise LLMError(
+                        f"llama-server exited during startup (code {self._process and self._process.returncode}): {tail}",
+                        "Check CITEDOCS_LLM_GGUF and CITEDOCS_LLAMA_SERVER, and that there is enough memory.",
+                    )
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await client.get(url)).status_code == 200:
+                        return
+                await asyncio.sleep(0.25)
+        self.state, self.last_error = "failed", "startup timed out"
+        raise LLMError(
+            f"llama-server was not ready after {self.startup_timeout_s:g} s.",
+            "A large model loads slowly on CPU; try again, or use a smaller GGUF.",
+        )
+
+    def log_tail(self) -> str:
+        """The end of what the current server wrote to its log, on one line."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(max(self._log_start, log.seek(0, os.SEEK_END) - _LOG_TAIL_BYTES))
+                data = log.read()
+        except OSError:
+            return "no log"
+        return " ".join(data.decode("utf-8", "replace").split())[-500:] or "no output"
+
+    async def _supervise(self) -> None:
+        while not self._stopping and self._process is not None:
+            code = await self._process.wait()
+            if self._stopping:
+                return
+            now = time.monotonic()
+            self._restart_times.append(now)
+            if len(self._restart_times) == MAX_RESTARTS and now - self._restart_times[0] < RESTART_WINDOW_S:
+                self.state = "failed"
+                self.last_error = (
+                    f"llama-server died {MAX_RESTARTS} times in {RESTART_WINDOW_S:g} s (last code {code})"
+                )
+                return
+            self.restarts += 1
+            self.last_error = f"llama-server exited with code {code}; restarted"
+            await asyncio.sleep(min(30.0, 0.5 * 2 ** (len(self._restart_times) - 1)))
+            try:
+                await self._spawn_and_wait()
+            except (LLMError, ConfigError, OSError) as exc:
+                self.last_error = str(exc)
+
+    async def _kill(self) -> None:
+        process = self._process
+        if process is None or process.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), 10.0)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._supervisor
+            self._supervisor = None
+        await self._kill()
+        self.state = "stopped"
+
+    def describe(self) -> dict[str, object]:
+        return {"state": self.state, "base_url": self.base_url if self.port else None, "pid": self.pid,
+                "gguf": str(self.gguf), "parallel": self.parallel, "restarts": self.restarts,
+                "last_error": self.last_error or None}  # fmt: skip

@@ -1,0 +1,110 @@
+"""Where the API's language model comes from, and whether it can answer now.
+
+Three cases: a client passed in (tests, embedding apps) or `llm_base_url` (an external OpenAI-compatible
+server), a llama.cpp server started for `llm_gguf` (in the background, so the API and keyword search are up
+while the model loads), or none at all (search works, answers that pass the gate get 503 with a hint).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from citedocs.answer.llama import LlamaServer
+from citedocs.answer.llm import LLMClient
+from citedocs.answer.wire import redact_url
+from citedocs.settings import Settings
+
+__all__ = ["ModelHandle"]
+
+log = logging.getLogger(__name__)
+
+
+class ModelHandle:
+    def __init__(
+        self,
+        settings: Settings,
+        client: LLMClient | None = None,
+        server: LlamaServer | None = None,
+        *,
+        owns_client: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.client = client
+        self.server = server
+        self._owns_client = owns_client
+        self._starting: asyncio.Task[None] | None = None
+        self.error = ""
+
+    @classmethod
+    def from_settings(cls, settings: Settings, llm: LLMClient | None = None) -> ModelHandle:
+        if llm is not None:
+            return cls(settings, llm)
+        if settings.llm_base_url:
+            return cls(settings, LLMClient.from_settings(settings), owns_client=True)
+        if settings.llm_gguf:
+            return cls(settings, server=LlamaServer.from_settings(settings), owns_client=True)
+        return cls(settings)
+
+    async def start(self, on_ready: Callable[[LLMClient], None]) -> None:
+        """Start the local server in the background; `on_ready` gets the client once it answers."""
+        if self.server is None or self._starting is not None:
+            return
+        server = self.server
+
+        async def run() -> None:
+            try:
+                await server.start()
+            except Exception as exc:
+                self.error = str(exc)
+                log.error("the local model server did not start: %s", exc)
+                return
+            local = self.settings.model_copy(update={"llm_base_url": server.base_url})
+            self.client = LLMClient.from_settings(local)
+            on_ready(self.client)
+
+        self._starting = asyncio.create_task(run(), name="llama-start")
+
+    async def stop(self) -> None:
+        if self._starting is not None and not self._starting.done():
+            self._starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._starting
+        if self.server is not None:
+            await self.server.stop()
+        if self.client is not None and self._owns_client:
+            await self.client.aclose()
+
+    @property
+    def state(self) -> str:
+        if self.server is not None:
+            return "failed" if self.error and self.server.state != "ready" else self.server.state
+        return "external" if self.client is not None else "none"
+
+    def unavailable(self) -> tuple[int, str, str] | None:
+        """None when an answer can be generated now; else (status, message, hint)."""
+        state = self.state
+        if state in ("ready", "external") and self.client is not None:
+            return None
+        if state == "none":
+            return (503, "No language model is configured, so questions cannot be answered (search works).",
+                    "Set CITEDOCS_LLM_BASE_URL to an OpenAI-compatible server, or CITEDOCS_LLM_GGUF to a GGUF "
+                    "file for a local llama.cpp server.")  # fmt: skip
+        if state in ("starting", "restarting", "stopped"):
+            return (503, f"The local model server is {state}.", "Retry in a few seconds.")
+        return (503, f"The local model server failed: {self.error or self.describe().get('last_error')}",
+                "Check CITEDOCS_LLM_GGUF and CITEDOCS_LLAMA_SERVER, then restart the server.")  # fmt: skip
+
+    def describe(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"state": self.state}
+        if self.client is not None:
+            data["base_url"] = redact_url(self.client.base_url)
+            data["model"] = self.client.model
+        if self.server is not None:
+            data["server"] = self.server.describe()
+        if self.error:
+            data["error"] = self.error
+        return data

@@ -1,0 +1,340 @@
+"""Answer a question from the index (or an MCP search server): retrieve, gate, prompt, stream, check citations.
+
+Two phases, so a front end can turn setup failures into ordinary errors before it sends a byte: `prepare`
+(validation, retrieval in a worker thread, the relevance gate) and `generate` (the events of one answer:
+`sources`, `token`*, then exactly one `done` or `error`). `stream` joins them for callers that want events
+only. Tokens stream raw as the model writes them; `done.answer` is the answer after its citations were checked
+and repaired, and `done.raw_answer` what the model wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from citedocs.answer.citations import check_citations, is_refusal, repair_answer
+from citedocs.answer.gate import GateDecision, relevance_decision
+from citedocs.answer.llm import Finish, LLMClient, LLMEvent, LLMStreamError, TokenDelta
+from citedocs.answer.prompt import REFUSAL_SENTENCE, build_messages
+from citedocs.answer.retriever import LocalRetriever, Retriever
+from citedocs.answer.stats import AnswerRecord, RollingStats
+from citedocs.answer.telemetry import AnswerTrace, Tracer, make_tracer
+from citedocs.errors import CitedocsError, InputError, LLMError, NotFoundError
+from citedocs.hits import Hit
+from citedocs.service import Citedocs
+from citedocs.settings import Settings
+
+__all__ = [
+    "MAX_QUESTION_CHARS",
+    "AnswerEvent",
+    "AnswerFailed",
+    "AnswerService",
+    "PreparedAnswer",
+    "collect",
+    "source_dict",
+]
+
+log = logging.getLogger(__name__)
+
+MAX_QUESTION_CHARS = 2000
+_INTERNAL_HINT = "Try again; if it persists, report it with the trace id and the server log."
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerEvent:
+    """One server-sent event of an answer: `event` is sources, token, done or error."""
+
+    event: str
+    data: dict[str, Any]
+
+    @property
+    def terminal(self) -> bool:
+        return self.event in ("done", "error")
+
+
+class AnswerFailed(LLMError):
+    """An answer that ended in an `error` event; `data` is that event's payload."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__(str(data.get("message", "The answer failed.")), str(data.get("hint", "")))
+        self.data = data
+        self.stage = str(data.get("stage", "internal"))
+
+
+def source_dict(n: int, hit: Hit) -> dict[str, Any]:
+    """A passage as the `sources` event lists it; `n` is the number citations use."""
+    return {
+        "n": n,
+        "path": hit.path,
+        "source": hit.source,
+        "heading": hit.heading,
+        "page": hit.page,
+        "line_start": hit.line_start,
+        "line_end": hit.line_end,
+        "chunk_id": hit.chunk_id,
+        "score": hit.score,
+        "text": hit.text,
+    }
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 1)
+
+
+@dataclass(slots=True)
+class PreparedAnswer:
+    """A question after retrieval and the gate, ready to generate."""
+
+    question: str
+    hits: list[Hit]
+    gate: GateDecision
+    trace: AnswerTrace
+    started: float
+    retrieval_ms: float
+    mode: str
+    note: str | None = None
+    finished: bool = field(default=False, repr=False)
+
+    @property
+    def sources(self) -> list[dict[str, Any]]:
+        return [source_dict(n, hit) for n, hit in enumerate(self.hits, start=1)]
+
+
+class AnswerService:
+    """Answers questions over one `Citedocs` index with one LLM endpoint."""
+
+    def __init__(
+        self,
+        app: Citedocs,
+        llm: LLMClient | None,
+        settings: Settings,
+        *,
+        tracer: Tracer | None = None,
+        stats: RollingStats | None = None,
+        retriever: Retriever | None = None,
+    ) -> None:
+        self.app = app
+        self.retriever = retriever if retriever is not None else LocalRetriever(app)
+        self.llm = llm
+        self.settings = settings
+        self.tracer = tracer if tracer is not None else make_tracer(settings)
+        self.stats = stats if stats is not None else RollingStats()
+
+    @property
+    def relevance_threshold(self) -> float:
+        """`settings.relevance_threshold`; 0 or less turns the gate off."""
+        return self.settings.relevance_threshold
+
+    async def prepare(
+        self, question: str, *, k: int | None = None, mode: str | None = None, source: str | None = None
+    ) -> PreparedAnswer:
+        """Validate, retrieve and gate. Raises InputError/NotFoundError for a bad request, CitedocsError
+        (or anything else) when retrieval fails; the failure is counted and traced."""
+        question = validate_question(question)
+        started = time.perf_counter()
+        trace = self.tracer.answer({"question.chars": len(question)})
+        trace.start("retrieval", {"k": k or self.settings.top_k})
+        try:
+            result = await self.retriever.search(question, k=k, mode=mode, source=source)
+        except BaseException as exc:
+            trace.finish(error=type(exc).__name__)
+            if not isinstance(exc, InputError | NotFoundError) and isinstance(exc, Exception):
+                retrieval_ms = _ms(time.perf_counter() - started)
+                self.stats.record(AnswerRecord("error", {"retrieval_ms": retrieval_ms}, stage="retrieval"))
+            raise
+        retrieval_ms = _ms(time.perf_counter() - started)
+        gate = relevance_decision(question, result.hits, self.relevance_threshold)
+        trace.end("retrieval", {"hits": len(result.hits), "gate.best": round(gate.best, 3)})
+        return PreparedAnswer(
+            question, result.hits, gate, trace, started, retrieval_ms, result.mode, result.note
+        )
+
+    async def generate(self, prepared: PreparedAnswer) -> AsyncGenerator[AnswerEvent, None]:
+        """`sources`, then `token`*, then exactly one `done` or `error`. Closing the iterator early (a
+        client that left) closes the model stream, so the model server stops generating."""
+        yield AnswerEvent("sources", {"sources": prepared.sources, "note": prepared.note})
+        if not prepared.gate.allowed:
+            yield self._refused_before_model(prepared)
+            return
+        if self.llm is None:
+            yield self._error(prepared, "generation", "No language model is configured.",
+                              "Set CITEDOCS_LLM_BASE_URL, or CITEDOCS_LLM_GGUF for a local llama.cpp server.")  # fmt: skip
+            return
+        messages, _ = build_messages(prepared.question, prepared.hits)
+        pieces: list[str] = []
+        generation_started = time.perf_counter()
+        ttft_ms: float | None = None
+        prepared.trace.start("generation", {"model": self.llm.model, "sources": len(prepared.hits)})
+        terminal: AnswerEvent | None = None
+        try:
+            stream = cast(
+                "AsyncGenerator[LLMEvent, None]",
+                self.llm.stream_chat(
+                    messages,
+                    max_tokens=self.settings.llm_max_tokens,
+                    temperature=self.settings.llm_temperature,
+                ),
+            )
+            async with contextlib.aclosing(stream) as events:
+                async for event in events:
+                    if isinstance(event, TokenDelta):
+                        if ttft_ms is None:
+                            ttft_ms = _ms(time.perf_counter() - prepared.started)
+                            prepared.trace.event("first_token", {"ttft_ms": ttft_ms})
+                        pieces.append(event.text)
+                        yield AnswerEvent("token", {"text": event.text})
+                    elif isinstance(event, Finish):
+                        generation_ms = _ms(time.perf_counter() - generation_started)
+                        terminal = self._done(prepared, "".join(pieces), event, ttft_ms, generation_ms)
+        except LLMStreamError as exc:
+            terminal = self._error(prepared, "generation", exc.message, exc.hint, "".join(pieces), exc.status)
+        except (GeneratorExit, asyncio.CancelledError):
+            self._cancelled(prepared, ttft_ms)
+            raise
+        except Exception:
+            log.exception("answer %s failed", prepared.trace.trace_id)
+            terminal = self._error(prepared, "internal", "An internal error stopped the answer.",
+                                   _INTERNAL_HINT, "".join(pieces))  # fmt: skip
+        if terminal is None:
+            terminal = self._error(prepared, "generation", "The model stream ended without a finish.",
+                                   "Try again; if it persists, check the model server's log.", "".join(pieces))  # fmt: skip
+        yield terminal
+
+    async def stream(
+        self, question: str, *, k: int | None = None, mode: str | None = None, source: str | None = None
+    ) -> AsyncGenerator[AnswerEvent, None]:
+        """Every event of one answer; a failed retrieval is an `error` event with stage "retrieval".
+        Raises InputError (before any event) for an empty or overlong question."""
+        question = validate_question(question)
+        try:
+            prepared = await self.prepare(question, k=k, mode=mode, source=source)
+        except CitedocsError as exc:
+            yield AnswerEvent("error", _error_data("retrieval", exc.message, exc.hint, None))
+            return
+        except Exception:
+            log.exception("retrieval failed")
+            yield AnswerEvent("error", _error_data("retrieval", "Searching the index failed.",
+                                                   "Run `citedocs status` to check the index.", None))  # fmt: skip
+            return
+        async with contextlib.aclosing(self.generate(prepared)) as events:
+            async for event in events:
+                yield event
+
+    async def answer(
+        self, question: str, *, k: int | None = None, mode: str | None = None, source: str | None = None
+    ) -> dict[str, Any]:
+        """The whole answer as one dict: `sources` plus every field of `done`. Raises AnswerFailed."""
+        return await collect(self.stream(question, k=k, mode=mode, source=source))
+
+    # -- terminal events --------------------------------------------------------------------------
+    def _refused_before_model(self, prepared: PreparedAnswer) -> AnswerEvent:
+        total_ms = _ms(time.perf_counter() - prepared.started)
+        timings = {"retrieval_ms": prepared.retrieval_ms, "ttft_ms": None, "generation_ms": None,
+                   "total_ms": total_ms}  # fmt: skip
+        self.stats.record(AnswerRecord("refusal", timings, gate_refusal=True))
+        prepared.trace.finish({"refused": True, "refused.before_model": True})
+        return AnswerEvent("done", {
+            "answer": REFUSAL_SENTENCE, "raw_answer": "", "citations": [], "invalid_citations": [],
+            "original_citations": [], "refused": True, "refused_before_model": True,
+            "refusal_reason": prepared.gate.reason, "relevance": round(prepared.gate.best, 3),
+            "truncated": False, "finish_reason": None, "model": None,
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "estimated": False},
+            "timings": timings, "cost_usd": 0.0, "trace_id": prepared.trace.trace_id,
+            "supported_fraction": 1.0, "repaired": 0, "sentences": [],
+        })  # fmt: skip
+
+    def _done(
+        self, prepared: PreparedAnswer, raw: str, finish: Finish, ttft_ms: float | None, generation_ms: float
+    ) -> AnswerEvent:
+        report = check_citations(raw, prepared.hits)
+        refused = is_refusal(raw)
+        answer = REFUSAL_SENTENCE if refused else repair_answer(raw, report)
+        citations = [] if refused else report.citations
+        total_ms = _ms(time.perf_counter() - prepared.started)
+        timings = {"retrieval_ms": prepared.retrieval_ms, "ttft_ms": ttft_ms, "generation_ms": generation_ms,
+                   "total_ms": total_ms}  # fmt: skip
+        usage = finish.usage
+        self.stats.record(AnswerRecord("refusal" if refused else "answer", timings, usage.prompt_tokens,
+                                       usage.completion_tokens, finish.cost_usd))  # fmt: skip
+        prepared.trace.end("generation", {"finish_reason": finish.finish_reason,
+                                          "tokens.prompt": usage.prompt_tokens,
+                                          "tokens.completion": usage.completion_tokens})  # fmt: skip
+        prepared.trace.finish({"refused": refused, "citations": len(citations),
+                               "invalid_citations": len(report.invalid_citations)})  # fmt: skip
+        details = report.to_dict()
+        return AnswerEvent("done", {
+            "answer": answer, "raw_answer": raw, "citations": citations,
+            "invalid_citations": report.invalid_citations, "original_citations": report.original_citations,
+            "refused": refused, "refused_before_model": False, "refusal_reason": None,
+            "relevance": round(prepared.gate.best, 3), "truncated": finish.truncated,
+            "finish_reason": finish.finish_reason, "model": finish.model or (self.llm.model if self.llm else None),
+            "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+                      "estimated": usage.estimated},
+            "timings": timings, "cost_usd": round(finish.cost_usd, 8), "trace_id": prepared.trace.trace_id,
+            "supported_fraction": details["supported_fraction"], "repaired": details["repaired"],
+            "sentences": details["sentences"],
+        })  # fmt: skip
+
+    def _error(
+        self,
+        prepared: PreparedAnswer,
+        stage: str,
+        message: str,
+        hint: str,
+        partial_text: str | None = None,
+        status: int | None = None,
+    ) -> AnswerEvent:
+        total_ms = _ms(time.perf_counter() - prepared.started)
+        self.stats.record(AnswerRecord("error", {"retrieval_ms": prepared.retrieval_ms, "total_ms": total_ms},
+                                       stage=stage))  # fmt: skip
+        prepared.trace.finish(error=message)
+        data = _error_data(stage, message, hint, prepared.trace.trace_id, partial_text)
+        if status is not None:
+            data["upstream_status"] = status
+        return AnswerEvent("error", data)
+
+    def _cancelled(self, prepared: PreparedAnswer, ttft_ms: float | None) -> None:
+        total_ms = _ms(time.perf_counter() - prepared.started)
+        timings = {"retrieval_ms": prepared.retrieval_ms, "ttft_ms": ttft_ms, "total_ms": total_ms}
+        self.stats.record(AnswerRecord("cancelled", timings))
+        prepared.trace.finish({"cancelled": True}, error="client disconnected")
+
+
+def validate_question(question: str) -> str:
+    if not isinstance(question, str) or not question.strip():
+        raise InputError("The question is empty.", "Type a question about your documents.")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InputError(
+            f"The question has {len(question)} characters; at most {MAX_QUESTION_CHARS} are allowed.",
+            "Shorten the question.",
+        )
+    return question.strip()
+
+
+def _error_data(
+    stage: str, message: str, hint: str, trace_id: str | None, partial_text: str | None = None
+) -> dict[str, Any]:
+    data: dict[str, Any] = {"stage": stage, "message": message, "hint": hint, "trace_id": trace_id}
+    if partial_text:
+        data["partial"] = partial_text
+    return data
+
+
+async def collect(events: AsyncGenerator[AnswerEvent, None]) -> dict[str, Any]:
+    """Run an answer's events to the end: `{"sources": [...], **done}`, or raise AnswerFailed."""
+    sources: list[dict[str, Any]] = []
+    note = None
+    async with contextlib.aclosing(events) as stream:
+        async for event in stream:
+            if event.event == "sources":
+                sources, note = event.data["sources"], event.data.get("note")
+            elif event.event == "done":
+                return {"sources": sources, "note": note, **event.data}
+            elif event.event == "error":
+                raise AnswerFailed(event.data)
+    raise AnswerFailed(_error_data("internal", "The answer ended without a result.", _INTERNAL_HINT, None))

