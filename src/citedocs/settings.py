@@ -28,7 +28,9 @@ def default_db_path() -> Path:
 
 
 def default_config_path() -> Path:
-    return Path(os.environ.get("CITEDOCS_CONFIG") or Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml")
+    return Path(
+        os.environ.get("CITEDOCS_CONFIG") or Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+    )
 
 
 class Settings(BaseSettings):
