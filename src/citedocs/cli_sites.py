@@ -100,9 +100,35 @@ def fetch(
         sys.stdout.write(page.markdown if page.markdown.endswith("\n") else page.markdown + "\n")
 
 
+def search_docs(
+    query: Annotated[
+        str, typer.Argument(help="What to look for in the sites' page titles and descriptions.")
+    ],
+    source: Annotated[str | None, typer.Option("--source", help="Limit to one site.")] = None,
+    k: Annotated[int, typer.Option("-k", help="Number of results (1-50).")] = 5,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Ranked search over the pages that registered llms.txt files list (scores 0-1, comparable across sites)."""
+    with site_service(db) as sites_:
+        hits = run(lambda: sites_.search(query, source=source, k=k))
+        if as_json:
+            print_json([h.to_dict() for h in hits])
+            return
+        if not hits:
+            out.print("No matches.")
+        for n, hit in enumerate(hits, 1):
+            out.print(
+                f"[bold]{n}. {hit.title}[/bold]  [dim]{hit.source} · {hit.score:.2f}[/dim]\n   {hit.url}"
+            )
+            if hit.snippet:
+                out.print("   " + hit.snippet.replace("[", r"\["))
+
+
 def register(app: typer.Typer) -> None:
     """Add the site commands to the `citedocs` app."""
     app.command("add-site")(add_site)
     app.command("sites")(sites)
     app.command("refresh")(refresh)
     app.command("fetch")(fetch)
+    app.command("search-docs")(search_docs)
