@@ -53,6 +53,47 @@ def eval_retrieval(
         _print_metrics(f"retrieval ({mode}) on {corpus}", result)
 
 
+@eval_app.command("answer")
+def eval_answer(
+    corpus: Annotated[Path, typer.Option("--corpus", help="Folder of documents the cases are about.")],
+    cases: CasesOption,
+    run_dir: RunDirOption = None,
+    judge: Annotated[bool, typer.Option("--judge/--no-judge", help="Judge faithfulness with an LLM.")] = True,
+    judge_base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-base-url", help="OpenAI-compatible endpoint for the judge (default: the answer model)."
+        ),
+    ] = None,
+    judge_model: Annotated[str, typer.Option("--judge-model", help="Judge model name.")] = "judge",
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N cases.")] = None,
+    k: Annotated[
+        int | None, typer.Option("-k", "--top-k", help="Sources per answer (default CITEDOCS_TOP_K).")
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Answers with the configured LLM: key-fact recall, refusals, citation precision, faithfulness (95% CIs)."""
+    from citedocs.answer.llm import LLMClient
+    from citedocs.eval.answers import run_answer_eval
+    from citedocs.eval.cases import load_cases
+
+    settings = settings_for(db)
+    if k is not None:
+        settings = settings.model_copy(update={"top_k": k})
+    judge_client = None
+    if judge_base_url:
+        judge_client = LLMClient.from_settings(settings.model_copy(update={"llm_base_url": judge_base_url,
+                                                                           "llm_model": judge_model}))  # fmt: skip
+    loaded = run(lambda: load_cases(*cases))
+    result = run(lambda: run_answer_eval(corpus, loaded, settings, run_dir=run_dir, judge_client=judge_client,
+                                         use_judge=judge, limit=limit))  # fmt: skip
+    if as_json:
+        print_json(result)
+    else:
+        _print_metrics(f"answers on {corpus}", result)
+
+
 @eval_app.command("check")
 def eval_check(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `citedocs eval … --run-dir`.")],

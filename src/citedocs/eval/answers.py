@@ -1,0 +1,164 @@
+"""`citedocs eval answer`: every case through the real answer pipeline, scored per case.
+
+Answerable cases: key-fact recall (a refusal scores 0), context recall, wrong refusal, invalid-citation rate,
+lexical citation support (our checker), and, with a judge, citation precision and faithfulness. Unanswerable
+and off-topic cases: correct refusal (and, for off-topic, whether the gate refused before any model call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from citedocs.answer.citations import check_citations
+from citedocs.answer.llm import LLMClient
+from citedocs.answer.model import ModelHandle
+from citedocs.answer.service import AnswerFailed, AnswerService, collect
+from citedocs.errors import LLMError
+from citedocs.eval.bootstrap import columns, summarize
+from citedocs.eval.cases import Case
+from citedocs.eval.judge import Judge
+from citedocs.eval.metrics import (
+    citation_precision,
+    context_recall,
+    correct_refusal,
+    faithfulness,
+    invalid_citation_rate,
+    key_fact_recall,
+    wrong_refusal,
+)
+from citedocs.eval.runs import run_meta, write_run
+from citedocs.hits import Hit
+from citedocs.service import Citedocs
+from citedocs.settings import Settings
+
+
+async def judge_answer(judge: Judge, answer: str, hits: Sequence[Hit]) -> tuple[list[list[bool]], int]:
+    """Per checked sentence of the delivered answer, one verdict per cited passage; and unparsable verdicts."""
+    report = check_citations(answer, hits)
+    judgements: list[list[bool]] = []
+    unparsed = 0
+    for sentence in report.sentences:
+        if not sentence.checked:
+            continue
+        verdicts: list[bool] = []
+        for n in sentence.cited:
+            if 1 <= n <= len(hits):
+                verdict = await judge.supports(sentence.sentence, hits[n - 1].text)
+                if verdict is None:
+                    unparsed += 1
+                verdicts.append(bool(verdict))
+        judgements.append(verdicts)
+    return judgements, unparsed
+
+
+def score_case(
+    case: Case, data: dict[str, Any], judgements: list[list[bool]] | None
+) -> dict[str, float | None]:
+    refused = bool(data.get("refused"))
+    sources = data.get("sources") or []
+    context = [(s["path"], s.get("heading") or "") for s in sources]
+    row: dict[str, float | None] = {
+        "wrong_refusal_rate": wrong_refusal(case.kind, refused),
+        "correct_refusal": correct_refusal(case.kind, refused),
+    }
+    if case.kind == "off_topic":
+        row["gate_refusal"] = 1.0 if data.get("refused_before_model") else 0.0
+    if case.answerable:
+        row["key_fact_recall"] = (
+            key_fact_recall(data.get("answer", ""), case.key_facts, refused) if case.key_facts else None
+        )
+        row["context_recall"] = context_recall(context, [(e.file, e.heading) for e in case.evidence], "file")
+        if not refused:
+            original = data.get("original_citations") or []
+            row["invalid_citation_rate"] = (
+                invalid_citation_rate(original, range(1, len(sources) + 1)) if original else 0.0
+            )
+            row["citation_support"] = float(data.get("supported_fraction", 0.0))
+            if judgements is not None:
+                row["citation_precision"] = citation_precision(judgements)
+                row["faithfulness"] = faithfulness(judgements)
+    return row
+
+
+async def _run(
+    app: Citedocs, cases: Sequence[Case], settings: Settings, judge_client: LLMClient | None, use_judge: bool
+) -> tuple[dict[str, dict[str, float | None]], dict[str, dict[str, Any]], dict[str, Any]]:
+    handle = ModelHandle.from_settings(settings)
+    service = AnswerService(app, handle.client, settings)
+    ready = asyncio.Event()
+
+    def on_ready(client: LLMClient) -> None:
+        service.llm = client
+        ready.set()
+
+    await handle.start(on_ready)
+    if handle.server is not None:
+        while not ready.is_set() and handle.state != "failed":
+            await asyncio.sleep(0.25)
+    problem = handle.unavailable()
+    if problem is not None:
+        raise LLMError(problem[1], problem[2])
+    judge = Judge(judge_client or service.llm) if use_judge and (judge_client or service.llm) else None  # type: ignore[arg-type]
+    per_case: dict[str, dict[str, float | None]] = {}
+    details: dict[str, dict[str, Any]] = {}
+    unparsed = 0
+    started = time.perf_counter()
+    try:
+        for case in cases:
+            try:
+                prepared = await service.prepare(case.question)
+                data = await collect(service.generate(prepared))
+            except AnswerFailed as exc:
+                details[case.id] = {"error": exc.data}
+                per_case[case.id] = {"answer_error": 1.0}
+                continue
+            judgements = None
+            if judge is not None and case.answerable and not data.get("refused"):
+                judgements, bad = await judge_answer(judge, data["answer"], prepared.hits)
+                unparsed += bad
+            per_case[case.id] = {**score_case(case, data, judgements), "answer_error": 0.0}
+            details[case.id] = {
+                "kind": case.kind, "question": case.question, "answer": data.get("answer"),
+                "raw_answer": data.get("raw_answer"), "refused": data.get("refused"),
+                "refused_before_model": data.get("refused_before_model"), "citations": data.get("citations"),
+                "sources": [f"[{s['n']}] {Path(s['path']).name} § {s.get('heading')}" for s in data.get("sources", [])],
+                "judgements": judgements, "timings": data.get("timings"), "usage": data.get("usage"),
+            }  # fmt: skip
+    finally:
+        await handle.stop()
+    meta = {"seconds": round(time.perf_counter() - started, 1), "judge_unparsed": unparsed,
+            "model": service.llm.model if service.llm else None}  # fmt: skip
+    return per_case, details, meta
+
+
+def run_answer_eval(
+    corpus: Path,
+    cases: Sequence[Case],
+    settings: Settings,
+    *,
+    run_dir: Path | None = None,
+    judge_client: LLMClient | None = None,
+    use_judge: bool = True,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    import tempfile
+
+    chosen = list(cases)[:limit] if limit else list(cases)
+    with tempfile.TemporaryDirectory(prefix="citedocs-eval-") as tmp:
+        app = Citedocs(settings.model_copy(update={"db": str(Path(tmp) / "eval.db")}))
+        try:
+            app.add_folder(corpus)
+            app.index()
+            app.wait_for_embeddings()
+            per_case, details, extra = asyncio.run(_run(app, chosen, settings, judge_client, use_judge))
+        finally:
+            app.close()
+    meta = run_meta(chosen, settings.model_dump(mode="json"), kind="answer", corpus=str(corpus), **extra)
+    if run_dir is not None:
+        write_run(run_dir, per_case, meta, details)
+    return {"kind": "answer", "cases": len(per_case), **extra, **summarize(columns(per_case)),
+            "run_dir": str(run_dir) if run_dir else None}  # fmt: skip

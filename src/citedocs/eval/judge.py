@@ -1,0 +1,44 @@
+"""The faithfulness judge: one yes/no per (sentence, cited passage), through any OpenAI-compatible endpoint."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from citedocs.answer.llm import LLMClient
+
+JUDGE_SYSTEM = (
+    "You check whether a passage supports a sentence. Answer with one word: yes or no. "
+    "Say yes only if everything the sentence states (facts, numbers, names) is stated or directly implied by "
+    "the passage."
+)
+_YES = re.compile(r"\byes\b", re.IGNORECASE)
+_NO = re.compile(r"\bno\b", re.IGNORECASE)
+
+
+def judge_messages(sentence: str, passage: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": JUDGE_SYSTEM},
+        {"role": "user", "content": f"Passage:\n<<<\n{passage[:3000]}\n>>>\n\nSentence:\n<<<\n{sentence}\n>>>\n\n"
+                                    "Does the passage support the sentence? Answer yes or no."},
+    ]  # fmt: skip
+
+
+def parse_verdict(text: str) -> bool | None:
+    """yes → True, no → False, anything else → None (counted apart, never guessed)."""
+    head = text.strip()[:20]
+    yes, no = _YES.search(head), _NO.search(head)
+    if yes and not no:
+        return True
+    if no and not yes:
+        return False
+    return None
+
+
+@dataclass(slots=True)
+class Judge:
+    client: LLMClient
+
+    async def supports(self, sentence: str, passage: str) -> bool | None:
+        result = await self.client.complete(judge_messages(sentence, passage), max_tokens=3, temperature=0.0)
+        return parse_verdict(result.text)
