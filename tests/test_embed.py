@@ -137,7 +137,7 @@ def test_fingerprint_is_stable_and_specific() -> None:
     }
     assert base not in others and len(others) == 3
     assert MiniLMOnnxEmbedder().fingerprint() == MiniLMOnnxEmbedder(batch_size=3).fingerprint()
-    assert MiniLMOnnxEmbedder().fingerprint() != MiniLMOnnxEmbedder(max_tokens=128).fingerprint()
+    assert MiniLMOnnxEmbedder().fingerprint() != MiniLMOnnxEmbedder(max_tokens=256).fingerprint()
 
 
 class _SlowEmbedder:

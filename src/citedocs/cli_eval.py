@@ -103,8 +103,13 @@ def eval_check(
     """Fail unless the run covers exactly the current cases and clears every floor."""
     from citedocs.eval.cases import load_cases
     from citedocs.eval.gate import check
+    from citedocs.eval.retrieval import retrieval_cases
+    from citedocs.eval.runs import read_run
 
-    failures = run(lambda: check(run_dir, load_cases(*cases), floors))
+    loaded = run(lambda: load_cases(*cases))
+    if run(lambda: read_run(run_dir)).meta.get("kind") == "retrieval":
+        loaded = retrieval_cases(loaded)
+    failures = run(lambda: check(run_dir, loaded, floors))
     for failure in failures:
         out.print(f"[red]FAIL[/red] {failure}")
     if failures:

