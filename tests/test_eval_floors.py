@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import REPO, shared
-
 from citedocs.eval.cases import load_cases
 from citedocs.eval.gate import check
 from citedocs.eval.retrieval import retrieval_cases, run_retrieval_eval
 from citedocs.settings import Settings
+from conftest import REPO, shared
 
 
 def test_keyword_retrieval_clears_the_committed_floors(tmp_path: Path) -> None:
