@@ -160,5 +160,6 @@ def test_kill_during_embedding_then_resume(tmp_path: Path, corpus: Path) -> None
         before = fake.texts
         report = app.embed()
         assert report is not None and report.done == report.total == 64
-        assert fake.texts - before == total - partial + 1  # only the missing ones, plus the load probe
+        # only the missing ones, plus the load probe (and the killed process's last batch if it was in flight)
+        assert total - partial + 1 <= fake.texts - before <= total - partial + 1 + 4
         assert app.search("topic59", mode="semantic", wait_for_model=True).hits[0].path.endswith("extra59.md")

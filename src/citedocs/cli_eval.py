@@ -67,6 +67,12 @@ def eval_answer(
     ] = None,
     judge_model: Annotated[str, typer.Option("--judge-model", help="Judge model name.")] = "judge",
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N cases.")] = None,
+    every: Annotated[
+        int | None, typer.Option("--every", help="Only every N-th case of each kind (same mix).")
+    ] = None,
+    index_db: Annotated[
+        Path | None, typer.Option("--index-db", help="Keep the corpus index here between runs.")
+    ] = None,
     k: Annotated[
         int | None, typer.Option("-k", "--top-k", help="Sources per answer (default CITEDOCS_TOP_K).")
     ] = None,
@@ -87,7 +93,7 @@ def eval_answer(
                                                                            "llm_model": judge_model}))  # fmt: skip
     loaded = run(lambda: load_cases(*cases))
     result = run(lambda: run_answer_eval(corpus, loaded, settings, run_dir=run_dir, judge_client=judge_client,
-                                         use_judge=judge, limit=limit))  # fmt: skip
+                                         use_judge=judge, limit=limit, every=every, index_db=index_db))  # fmt: skip
     if as_json:
         print_json(result)
     else:

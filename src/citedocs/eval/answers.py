@@ -135,6 +135,18 @@ async def _run(
     return per_case, details, meta
 
 
+def sample_cases(cases: Sequence[Case], every: int) -> list[Case]:
+    """Every `every`-th case of each kind, in file order: a smaller set with the same mix, for repeated runs."""
+    seen: dict[str, int] = {}
+    out = []
+    for case in cases:
+        n = seen.get(case.kind, 0)
+        seen[case.kind] = n + 1
+        if n % every == 0:
+            out.append(case)
+    return out
+
+
 def run_answer_eval(
     corpus: Path,
     cases: Sequence[Case],
@@ -144,15 +156,20 @@ def run_answer_eval(
     judge_client: LLMClient | None = None,
     use_judge: bool = True,
     limit: int | None = None,
+    every: int | None = None,
+    index_db: Path | None = None,
 ) -> dict[str, Any]:
+    """`index_db` keeps the corpus index between runs (reindexing is then a no-op); else a throwaway one."""
     import tempfile
 
-    chosen = list(cases)[:limit] if limit else list(cases)
+    chosen = sample_cases(cases, every) if every and every > 1 else list(cases)
+    chosen = chosen[:limit] if limit else chosen
     with tempfile.TemporaryDirectory(prefix="citedocs-eval-") as tmp:
-        app = Citedocs(settings.model_copy(update={"db": str(Path(tmp) / "eval.db")}))
+        db = index_db if index_db is not None else Path(tmp) / "eval.db"
+        app = Citedocs(settings.model_copy(update={"db": str(db)}))
         try:
-            app.add_folder(corpus)
-            app.index()
+            source = app.add_folder(corpus)
+            app.index(source.name)
             app.wait_for_embeddings()
             per_case, details, extra = asyncio.run(_run(app, chosen, settings, judge_client, use_judge))
         finally:
