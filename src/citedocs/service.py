@@ -5,6 +5,7 @@ It owns the store and the search engine for one Settings; front ends only transl
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import os
 import threading
@@ -110,9 +111,18 @@ class Citedocs:
         self._embed_thread: threading.Thread | None = None
         self._closing = threading.Event()
         self._sites: SiteService | None = None
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def _search_pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._index_lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="citedocs-search")
+            return self._pool
 
     def close(self) -> None:
         self._closing.set()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
         if self._sites is not None:
             self._sites.close()
         self.store.close()
@@ -291,16 +301,22 @@ class Citedocs:
         terms = query_terms(query)
         depth = max(CANDIDATES, k)
         semantic: list[tuple[int, float]] | None = None
+        keyword: list[tuple[int, float]] | None = None
         note = None
-        if mode != "keyword":
+        if mode == "keyword":
+            keyword = keyword_ranking(self.store, query, k, source_ids=source_ids, formats=formats)
+        else:
+            # BM25 (SQLite) and the query embedding (onnxruntime) both release the GIL: run them side by side.
+            pending = self._search_pool().submit(
+                keyword_ranking, self.store, query, depth, source_ids=source_ids, formats=formats
+            )
             semantic, note = self._semantic(query, depth, source_ids, formats, mode, wait_for_model)
+            keyword = pending.result()
         if semantic is None:
-            ranking = keyword_ranking(self.store, query, k, source_ids=source_ids, formats=formats)
-            used = "keyword"
+            ranking, used = keyword[:k], "keyword"
         elif mode == "semantic":
             ranking, used = semantic[:k], "semantic"
         else:
-            keyword = keyword_ranking(self.store, query, depth, source_ids=source_ids, formats=formats)
             ranking, used = fuse(keyword, semantic, k), "hybrid"
         chunks = self.store.chunks_by_rowid([rowid for rowid, _ in ranking])
         hits = [hit_from_chunk(chunks[rowid], score, terms) for rowid, score in ranking if rowid in chunks]
@@ -346,7 +362,7 @@ class Citedocs:
                 raise
             return None, f"semantic search unavailable ({exc.message}); keyword results shown"
         allowed = self.store.rowids_matching(source_ids, formats) if source_ids or formats else None
-        have, total = self.store.vector_counts()
+        have, total = self.vectors.counts
         note = None if have >= total else f"embedding in progress ({have}/{total} chunks have vectors)"
         return semantic_ranking(matrix, query_vec, depth, allowed), note
 

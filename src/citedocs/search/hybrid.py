@@ -27,6 +27,7 @@ class VectorCache:
         self._lock = threading.Lock()
         self._generation = -1
         self._matrix: VectorMatrix | None = None
+        self.counts = (0, 0)  # (chunks with a vector, all chunks) at the cached generation
 
     def matrix(self, dim: int) -> VectorMatrix | None:
         with self._lock:
@@ -34,6 +35,7 @@ class VectorCache:
             if changed or self._matrix is None:
                 ids, blobs = self.store.all_vectors()
                 self._matrix = VectorMatrix(ids, matrix_from_blobs(blobs, dim)) if ids else None
+                self.counts = self.store.vector_counts()
                 self._generation = generation
             return self._matrix
 
