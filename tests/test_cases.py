@@ -162,3 +162,14 @@ def test_key_facts_tell_answers_apart_and_are_not_just_the_question() -> None:
     echoed = [key_fact_recall(c.question, c.key_facts) or 0.0 for c in answerable]
     assert sum(other) / len(other) < 0.05
     assert sum(echoed) / len(echoed) < 0.15
+
+
+def test_sample_cases_keeps_the_mix_of_kinds() -> None:
+    from citedocs.eval.cases import Case, Evidence, sample_cases
+
+    ev = (Evidence("docs/a.md", "A", "a", ""),)
+    cases = [Case(f"a{i}", "q", "a", ev, "answerable", ()) for i in range(9)]
+    cases += [Case(f"u{i}", "q", "", (), "unanswerable", ()) for i in range(4)]
+    picked = sample_cases(cases, 3)
+    assert [c.id for c in picked] == ["a0", "a3", "a6", "u0", "u3"]
+    assert sample_cases(cases, 1) == cases

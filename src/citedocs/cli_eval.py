@@ -105,14 +105,19 @@ def eval_check(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `citedocs eval … --run-dir`.")],
     cases: CasesOption,
     floors: Annotated[Path, typer.Option("--floors", help="TOML/JSON file of floors and ceilings.")],
+    every: Annotated[
+        int | None, typer.Option("--every", help="The run used every N-th case of each kind.")
+    ] = None,
 ) -> None:
     """Fail unless the run covers exactly the current cases and clears every floor."""
-    from citedocs.eval.cases import load_cases
+    from citedocs.eval.cases import load_cases, sample_cases
     from citedocs.eval.gate import check
     from citedocs.eval.retrieval import retrieval_cases
     from citedocs.eval.runs import read_run
 
     loaded = run(lambda: load_cases(*cases))
+    if every and every > 1:
+        loaded = sample_cases(loaded, every)
     if run(lambda: read_run(run_dir)).meta.get("kind") == "retrieval":
         loaded = retrieval_cases(loaded)
     failures = run(lambda: check(run_dir, loaded, floors))

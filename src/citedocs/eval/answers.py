@@ -19,7 +19,7 @@ from citedocs.answer.model import ModelHandle
 from citedocs.answer.service import AnswerFailed, AnswerService, collect
 from citedocs.errors import LLMError
 from citedocs.eval.bootstrap import columns, summarize
-from citedocs.eval.cases import Case
+from citedocs.eval.cases import Case, sample_cases
 from citedocs.eval.judge import Judge
 from citedocs.eval.metrics import (
     citation_precision,
@@ -133,18 +133,6 @@ async def _run(
     meta = {"seconds": round(time.perf_counter() - started, 1), "judge_unparsed": unparsed,
             "model": service.llm.model if service.llm else None}  # fmt: skip
     return per_case, details, meta
-
-
-def sample_cases(cases: Sequence[Case], every: int) -> list[Case]:
-    """Every `every`-th case of each kind, in file order: a smaller set with the same mix, for repeated runs."""
-    seen: dict[str, int] = {}
-    out = []
-    for case in cases:
-        n = seen.get(case.kind, 0)
-        seen[case.kind] = n + 1
-        if n % every == 0:
-            out.append(case)
-    return out
 
 
 def run_answer_eval(
