@@ -128,7 +128,7 @@ def _rank(app: Citedocs, query: str, mode: str) -> list[str]:
     ranking = keyword
     if mode != "keyword":
         assert app.embedder is not None
-        matrix = app.vectors.matrix(app.embedder.dim)
+        matrix = app.engine.vectors.matrix(app.embedder.dim)
         assert matrix is not None
         semantic = semantic_ranking(matrix, app.embedder.embed_query(query), DEPTH)
         ranking = semantic if mode == "semantic" else fuse(keyword, semantic, DEPTH)

@@ -5,7 +5,6 @@ It owns the store and the search engine for one Settings; front ends only transl
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import os
 import threading
@@ -14,46 +13,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from citedocs.analysis import query_terms
 from citedocs.embed.factory import make_embedder
 from citedocs.embed.lazy import LazyEmbedder
 from citedocs.embedding import FINGERPRINT_KEY, EmbedProgress, embed_pending
-from citedocs.errors import AccessDenied, EmbedderError, InputError, ModelMismatchError, NotFoundError
+from citedocs.errors import AccessDenied, InputError, NotFoundError
 from citedocs.folders import resolve_confined
-from citedocs.hits import Hit
 from citedocs.indexer import FolderIndexer, IndexProgress, ProgressCallback
 from citedocs.parsers import parse_file
-from citedocs.search.hybrid import CANDIDATES, VectorCache, fuse, semantic_ranking
-from citedocs.search.keyword import keyword_ranking
-from citedocs.search.snippets import make_snippet
-from citedocs.search.vectors import matrix_from_blobs
+from citedocs.search.engine import SearchEngine, SearchResult
 from citedocs.settings import Settings
-from citedocs.store import Source, Store, StoredChunk
+from citedocs.store import Source, Store
 
 if TYPE_CHECKING:
     from citedocs.sites import SiteService
 
 _log = logging.getLogger(__name__)
-MAX_K = 50
-MODES = ("keyword", "semantic", "hybrid")
-
-
-@dataclass(slots=True)
-class SearchResult:
-    query: str
-    mode: str
-    hits: list[Hit]
-    note: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "query": self.query,
-            "mode": self.mode,
-            "note": self.note,
-            "hits": [h.to_dict() for h in self.hits],
-        }
 
 
 @dataclass(slots=True)
@@ -86,43 +60,20 @@ class SourceInfo:
         return data
 
 
-def hit_from_chunk(chunk: StoredChunk, score: float, terms: Sequence[str]) -> Hit:
-    return Hit(
-        chunk_id=chunk.chunk_id,
-        path=chunk.path,
-        source=chunk.source_name,
-        heading=chunk.heading,
-        page=chunk.page_start,
-        line_start=chunk.line_start,
-        line_end=chunk.line_end,
-        score=round(score, 6),
-        text=chunk.text,
-        snippet=make_snippet(chunk.text, terms),
-    )
-
-
 class Citedocs:
     def __init__(self, settings: Settings, store: Store | None = None) -> None:
         self.settings = settings
         self.store = store if store is not None else Store(settings.db_path)
         self._index_lock = threading.RLock()
         self.embedder: LazyEmbedder | None = make_embedder(settings)
-        self.vectors = VectorCache(self.store)
+        self.engine = SearchEngine(self.store, self.embedder, settings.search_mode)
         self._embed_thread: threading.Thread | None = None
         self._closing = threading.Event()
         self._sites: SiteService | None = None
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-
-    def _search_pool(self) -> concurrent.futures.ThreadPoolExecutor:
-        with self._index_lock:
-            if self._pool is None:
-                self._pool = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="citedocs-search")
-            return self._pool
 
     def close(self) -> None:
         self._closing.set()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
+        self.engine.close()
         if self._sites is not None:
             self._sites.close()
         self.store.close()
@@ -288,127 +239,18 @@ class Citedocs:
         file_type: str | None = None,
         wait_for_model: bool = False,
     ) -> SearchResult:
-        k = self.settings.top_k if k is None else k
-        if not 1 <= k <= MAX_K:
-            raise InputError(f"k must be between 1 and {MAX_K}, got {k}.", "Ask for fewer results.")
-        mode = mode or self.settings.search_mode
-        if mode not in MODES:
-            raise InputError(f"Unknown search mode {mode!r}.", f"Use one of: {', '.join(MODES)}.")
-        if not query.strip():
-            raise InputError("The query is empty.", "Type some words to search for.")
+        """Ranked passages; `note` says when a degraded mode (keyword while the model loads) answered."""
         source_ids = [self.find_source(source).id] if source else None
-        formats = _format_aliases([file_type.lower().lstrip(".")] if file_type else None)
-        terms = query_terms(query)
-        depth = max(CANDIDATES, k)
-        semantic: list[tuple[int, float]] | None = None
-        keyword: list[tuple[int, float]] | None = None
-        note = None
-        if mode == "keyword":
-            keyword = keyword_ranking(self.store, query, k, source_ids=source_ids, formats=formats)
-        else:
-            # BM25 (SQLite) and the query embedding (onnxruntime) both release the GIL: run them side by side.
-            pending = self._search_pool().submit(
-                keyword_ranking, self.store, query, depth, source_ids=source_ids, formats=formats
-            )
-            semantic, note = self._semantic(query, depth, source_ids, formats, mode, wait_for_model)
-            keyword = pending.result()
-        if semantic is None:
-            ranking, used = keyword[:k], "keyword"
-        elif mode == "semantic":
-            ranking, used = semantic[:k], "semantic"
-        else:
-            ranking, used = fuse(keyword, semantic, k), "hybrid"
-        chunks = self.store.chunks_by_rowid([rowid for rowid, _ in ranking])
-        hits = [hit_from_chunk(chunks[rowid], score, terms) for rowid, score in ranking if rowid in chunks]
-        return SearchResult(query, used, hits, note)
-
-    def _semantic(
-        self,
-        query: str,
-        depth: int,
-        source_ids: list[int] | None,
-        formats: list[str] | None,
-        mode: str,
-        wait_for_model: bool,
-    ) -> tuple[list[tuple[int, float]] | None, str | None]:
-        """Vector ranking, or None and a note saying why keyword results are shown instead."""
-        if self.embedder is None:
-            return None, "semantic search is off (CITEDOCS_EMBEDDER=none); keyword results shown"
-        if not self.embedder.ready:
-            if not wait_for_model:
-                self.embedder.start_loading()
-                return None, f"the embedding model is {self.embedder.state}; keyword results shown meanwhile"
-            self.embedder.wait()
-        try:
-            stored = self.store.get_meta(FINGERPRINT_KEY)
-            if stored is not None and stored != self.embedder.fingerprint():
-                raise ModelMismatchError(
-                    f"The index was embedded with {stored!r}, not the configured {self.embedder.fingerprint()!r}.",
-                    "Run `citedocs reindex --force` to re-embed, or set CITEDOCS_EMBEDDER back.",
-                )
-            matrix = self.vectors.matrix(self.embedder.dim)
-            if matrix is None:
-                return None, "no vectors yet (embedding runs after indexing); keyword results shown"
-            query_vec = self.embedder.embed_query(query)
-        except ModelMismatchError:
-            if mode == "semantic":
-                raise
-            return (
-                None,
-                "the index was embedded with another model; keyword results shown. Run `citedocs reindex --force`.",
-            )
-        except EmbedderError as exc:
-            if mode == "semantic":
-                raise
-            return None, f"semantic search unavailable ({exc.message}); keyword results shown"
-        allowed = self.store.rowids_matching(source_ids, formats) if source_ids or formats else None
-        have, total = self.vectors.counts
-        note = None if have >= total else f"embedding in progress ({have}/{total} chunks have vectors)"
-        return semantic_ranking(matrix, query_vec, depth, allowed), note
+        return self.engine.search(query, k=self.settings.top_k if k is None else k, mode=mode,
+                                  source_ids=source_ids, file_type=file_type, wait_for_model=wait_for_model)  # fmt: skip
 
     def find_similar(self, path: str, k: int = 5) -> SearchResult:
-        """Files most like the given one: the mean of its chunk vectors against every other chunk, best per file."""
-        if not 1 <= k <= MAX_K:
-            raise InputError(f"k must be between 1 and {MAX_K}, got {k}.", "Ask for fewer results.")
+        """Files most like the given one (inside a registered folder)."""
         _, resolved = resolve_confined(path, self.folders())
         found = self.store.document_by_path(str(resolved))
         if found is None or found[0].id is None:
             raise NotFoundError(f"{path} is not indexed.", "Run `citedocs reindex` and try again.")
-        doc, _ = found
-        own = set(self.store.document_rowids(doc.id))  # type: ignore[arg-type]
-        note = None
-        ranking: list[tuple[int, float]] = []
-        matrix = None
-        if self.embedder is not None:
-            try:
-                self.embedder.wait()
-                matrix = self.vectors.matrix(self.embedder.dim)
-            except EmbedderError as exc:
-                note = f"semantic model unavailable ({exc.message}); keyword similarity shown"
-        if matrix is not None:
-            blobs = self.store.vectors_for_rowids(sorted(own))
-            if blobs:
-                centroid = matrix_from_blobs(blobs, matrix.dim).mean(axis=0)
-                centroid /= float(np.linalg.norm(centroid)) or 1.0
-                ranking = matrix.top_k(centroid, 400)
-        if not ranking:
-            note = note or "no vectors for this file; keyword similarity shown"
-            chunks = self.store.chunks_of_document(doc.id)  # type: ignore[arg-type]
-            text = " ".join(c.heading + " " + c.text[:400] for c in chunks[:8])
-            ranking = keyword_ranking(self.store, " ".join(query_terms(text)[:40]), 400)
-        best: dict[str, tuple[int, float]] = {}
-        chunks_by_row = self.store.chunks_by_rowid([r for r, _ in ranking if r not in own])
-        for rowid, score in ranking:
-            chunk = chunks_by_row.get(rowid)
-            if chunk is None or chunk.path in best:
-                continue
-            best[chunk.path] = (rowid, score)
-            if len(best) == k:
-                break
-        hits = [hit_from_chunk(chunks_by_row[r], s, []) for r, s in best.values()]
-        return SearchResult(
-            str(resolved), "semantic" if matrix is not None and not note else "keyword", hits, note
-        )
+        return self.engine.similar(found[0].id, str(resolved), k)
 
     # -- answers ----------------------------------------------------------------------------------
     def ask(self, question: str, *, k: int | None = None, mode: str | None = None) -> dict[str, Any]:
@@ -433,13 +275,6 @@ class Citedocs:
         return ReadResult(
             str(resolved), start, end, len(lines), "\n".join(lines[start - 1 : end]), parsed.format
         )
-
-
-_FORMAT_ALIASES = {"md": "markdown", "mdx": "markdown", "htm": "html", "txt": "text"}
-
-
-def _format_aliases(formats: list[str] | None) -> list[str] | None:
-    return None if formats is None else [_FORMAT_ALIASES.get(f, f) for f in formats]
 
 
 def _alive(pid: int) -> bool:

@@ -20,7 +20,8 @@ import anyio
 
 from citedocs.errors import CitedocsError, FetchError
 from citedocs.hits import Hit
-from citedocs.service import Citedocs, SearchResult
+from citedocs.search.engine import SearchResult
+from citedocs.service import Citedocs
 
 __all__ = ["CITEDOCS_ARGUMENTS", "LocalRetriever", "McpRetriever", "Retriever", "hit_from_mcp"]
 

@@ -30,7 +30,8 @@ from citedocs.answer.service import MAX_QUESTION_CHARS, AnswerFailed, AnswerServ
 from citedocs.api.limits import MAX_BODY_BYTES, AnswerSlots, BodyLimitMiddleware, BodyTooLarge, error_envelope
 from citedocs.api.streaming import AnswerEventStream, ClientGone, run_until_disconnect
 from citedocs.errors import CitedocsError, InputError, NotFoundError
-from citedocs.service import MAX_K, Citedocs
+from citedocs.search.engine import MAX_K
+from citedocs.service import Citedocs
 from citedocs.settings import Settings
 
 __all__ = ["ApiError", "ApiState", "create_app"]
