@@ -100,6 +100,56 @@ def eval_answer(
         _print_metrics(f"answers on {corpus}", result)
 
 
+@eval_app.command("rejudge")
+def eval_rejudge(
+    run_dir: Annotated[Path, typer.Argument(help="An answer run directory.")],
+    cases: CasesOption,
+    index_db: Annotated[
+        Path, typer.Option("--index-db", help="The index the run used (eval answer --index-db).")
+    ],
+    out_dir: Annotated[Path, typer.Option("--out", help="Where to write the re-judged run.")],
+    judge_base_url: Annotated[
+        str, typer.Option("--judge-base-url", help="OpenAI-compatible endpoint of the judge.")
+    ],
+    judge_model: Annotated[str, typer.Option("--judge-model", help="Judge model name.")] = "judge",
+    grades: Annotated[
+        Path | None, typer.Option("--grades", help="Hand-graded pairs (JSONL) to measure the judge.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Judge a run's answers again (no regeneration) and, with --grades, report agreement with hand grades."""
+    import json
+
+    from citedocs.answer.llm import LLMClient
+    from citedocs.eval.cases import load_cases
+    from citedocs.eval.rejudge import judge_agreement, rejudge_run
+    from citedocs.service import Citedocs
+
+    settings = settings_for(str(index_db))
+    client = LLMClient.from_settings(
+        settings.model_copy(update={"llm_base_url": judge_base_url, "llm_model": judge_model})
+    )
+    loaded = run(lambda: load_cases(*cases))
+    app = Citedocs(settings)
+    try:
+        result = run(lambda: rejudge_run(app, run_dir, out_dir, loaded, client))
+    finally:
+        app.close()
+    if grades is not None:
+        judged = [
+            json.loads(line)
+            for line in (out_dir / "judged-pairs.jsonl").read_text(encoding="utf-8").splitlines()
+        ]
+        graded = [
+            json.loads(line) for line in grades.read_text(encoding="utf-8").splitlines() if line.strip()
+        ]
+        result["agreement"] = judge_agreement(judged, graded)
+    if as_json:
+        print_json(result)
+    else:
+        out.print(" · ".join(f"{k}: {v}" for k, v in result.items()))
+
+
 @eval_app.command("check")
 def eval_check(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `citedocs eval … --run-dir`.")],

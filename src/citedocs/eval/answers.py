@@ -36,8 +36,16 @@ from citedocs.service import Citedocs
 from citedocs.settings import Settings
 
 
-async def judge_answer(judge: Judge, answer: str, hits: Sequence[Hit]) -> tuple[list[list[bool]], int]:
-    """Per checked sentence of the delivered answer, one verdict per cited passage; and unparsable verdicts."""
+async def judge_answer(
+    judge: Judge,
+    answer: str,
+    hits: Sequence[Hit],
+    *,
+    pairs: list[dict[str, Any]] | None = None,
+    case_id: str = "",
+) -> tuple[list[list[bool]], int]:
+    """Per checked sentence of the delivered answer, one verdict per cited passage; and unparsable verdicts.
+    `pairs`, when given, collects every (case, sentence, n, supported) verdict for agreement checks."""
     report = check_citations(answer, hits)
     judgements: list[list[bool]] = []
     unparsed = 0
@@ -51,6 +59,10 @@ async def judge_answer(judge: Judge, answer: str, hits: Sequence[Hit]) -> tuple[
                 if verdict is None:
                     unparsed += 1
                 verdicts.append(bool(verdict))
+                if pairs is not None:
+                    pairs.append(
+                        {"case": case_id, "sentence": sentence.sentence, "n": n, "supported": bool(verdict)}
+                    )
         judgements.append(verdicts)
     return judgements, unparsed
 

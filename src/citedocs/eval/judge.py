@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from citedocs.analysis import terms
 from citedocs.answer.llm import LLMClient
 
 JUDGE_SYSTEM = (
@@ -16,10 +17,33 @@ _YES = re.compile(r"\byes\b", re.IGNORECASE)
 _NO = re.compile(r"\bno\b", re.IGNORECASE)
 
 
+WINDOW_CHARS = 900
+_PIECE = re.compile(r"[^.!?\n]+[.!?]?")
+
+
+def relevant_window(passage: str, sentence: str, width: int = WINDOW_CHARS) -> str:
+    """The stretch of the passage (at most `width` characters) that shares the most terms with the sentence.
+
+    Measured on 28 hand-graded pairs: given whole, repetitive ~2,000-character chunks, the 1.5B judge said "no"
+    to five sentences copied verbatim from them; a short window keeps the evidence in view.
+    """
+    if len(passage) <= width:
+        return passage
+    wanted = set(terms(sentence))
+    pieces = [(m.start(), m.end(), len(wanted & set(terms(m.group())))) for m in _PIECE.finditer(passage)]
+    best_start, best_score = 0, -1
+    for i, (start, _, _) in enumerate(pieces):
+        score = sum(hits for s, e, hits in pieces[i:] if e <= start + width)
+        if score > best_score:
+            best_start, best_score = start, score
+    return passage[best_start : best_start + width]
+
+
 def judge_messages(sentence: str, passage: str) -> list[dict[str, str]]:
+    window = relevant_window(passage, sentence)
     return [
         {"role": "system", "content": JUDGE_SYSTEM},
-        {"role": "user", "content": f"Passage:\n<<<\n{passage[:3000]}\n>>>\n\nSentence:\n<<<\n{sentence}\n>>>\n\n"
+        {"role": "user", "content": f"Passage:\n<<<\n{window}\n>>>\n\nSentence:\n<<<\n{sentence}\n>>>\n\n"
                                     "Does the passage support the sentence? Answer yes or no."},
     ]  # fmt: skip
 
