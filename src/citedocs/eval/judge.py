@@ -1,4 +1,10 @@
-"""The faithfulness judge: one yes/no per (sentence, cited passage), through any OpenAI-compatible endpoint."""
+"""The faithfulness judge: one yes/no per (sentence, cited passage), through any OpenAI-compatible endpoint.
+
+Measured against 28 hand-graded pairs (eval/judge-grades.jsonl) with Qwen2.5-Coder-1.5B as the judge: whole
+passages 75% agreement (kappa 0.42); the evidence window below 79% (kappa 0.52), still strict (it accepts 61%
+of pairs where the grader accepted 75%); two few-shot examples made it accept 96% (kappa -0.07), so they are
+not used. A stronger judge is one `--judge-base-url` away.
+"""
 
 from __future__ import annotations
 
