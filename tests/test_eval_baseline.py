@@ -1,0 +1,50 @@
+"""The committed evaluation baselines still describe the current cases and clear their floors (no model needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from citedocs.eval.cases import load_cases, sample_cases
+from citedocs.eval.gate import check, compare
+from citedocs.eval.retrieval import retrieval_cases
+from conftest import REPO, shared
+
+BASELINE = REPO / "eval" / "baseline"
+
+
+def _cases() -> list:  # type: ignore[type-arg]
+    data = shared("claude-docs-qa")
+    return load_cases(data / "cases.jsonl", REPO / "eval/cases/claude-docs-key-facts.jsonl",
+                      REPO / "eval/cases/claude-docs-extra.jsonl")  # fmt: skip
+
+
+def test_hybrid_retrieval_baseline_clears_its_floors() -> None:
+    failures = check(
+        BASELINE / "retrieval-hybrid", retrieval_cases(_cases()), REPO / "eval/floors-retrieval.toml"
+    )
+    assert not failures, failures
+
+
+@pytest.mark.parametrize("run", ["answer-sample-1", "answer-sample-2", "answer-sample-3"])
+def test_answer_baselines_cover_the_sampled_cases_and_clear_the_floors(run: str) -> None:
+    if not (BASELINE / run).exists():
+        pytest.skip(f"{run} is not committed")
+    failures = check(BASELINE / run, sample_cases(_cases(), 3), REPO / "eval/floors-answer.toml")
+    assert not failures, failures
+
+
+def test_the_gate_flags_top_k_1_and_not_a_rerun() -> None:
+    from citedocs.eval.gate import read_noise
+
+    if not (BASELINE / "answer-sample-top1").exists():
+        pytest.skip("the top-k 1 run is not committed")
+    measured = read_noise(BASELINE / "answer-noise.json")
+    assert compare(BASELINE / "answer-sample-1", BASELINE / "answer-sample-top1", measured)
+    assert not compare(BASELINE / "answer-sample-1", BASELINE / "answer-sample-2", measured)
+
+
+def test_a_run_on_other_cases_fails_the_check(tmp_path: Path) -> None:
+    failures = check(BASELINE / "retrieval-hybrid", _cases(), REPO / "eval/floors-retrieval.toml")
+    assert failures and failures[0].kind == "cases"
