@@ -38,7 +38,7 @@ def table(runs: dict[str, Path]) -> list[str]:
 def main() -> None:
     root = Path(sys.argv[1])
     runs = {p.name: p for p in sorted(root.glob("answer-*")) if (p / "summary.json").exists()}
-    repeats = [runs[n] for n in sorted(runs) if n.startswith("answer-sample-") and n[-1].isdigit()]
+    repeats = [runs[n] for n in sorted(runs) if n.removeprefix("answer-sample-").isdigit()]
     meta = read_run(repeats[0]).meta
     out = ["# Answer evaluation baseline", ""]
     out += [f"- date: {meta.get('date')}", f"- hardware: {json.dumps(meta.get('hardware'))}",
