@@ -65,6 +65,7 @@ class Citedocs:
         self.settings = settings
         self.store = store if store is not None else Store(settings.db_path)
         self._index_lock = threading.RLock()
+        self._sites_lock = threading.Lock()  # apart from the index lock: a site search must not wait for indexing
         self.embedder: LazyEmbedder | None = make_embedder(settings)
         self.engine = SearchEngine(self.store, self.embedder, settings.search_mode)
         self._embed_thread: threading.Thread | None = None
@@ -81,7 +82,7 @@ class Citedocs:
     @property
     def sites(self) -> SiteService:
         """The llms.txt sites registry, built on first use (its link index is in memory)."""
-        with self._index_lock:
+        with self._sites_lock:
             if self._sites is None:
                 from citedocs.sites import SiteService
 
