@@ -74,7 +74,9 @@ class Settings(BaseSettings):
     llama_server: str = "llama-server"
     llm_max_tokens: int = 512
     llm_temperature: float = 0.1
-    llm_read_timeout_s: float = 60.0
+    # silence allowed between streamed bytes; on 2 CPU cores with 4 slots a prompt is read for 60-170 s before
+    # the first token (Locust run, docs/benchmarks.md), so 60 s failed 1 answer in 4
+    llm_read_timeout_s: float = 180.0
     llm_price_prompt_per_mtok: float = 0.0
     llm_price_completion_per_mtok: float = 0.0
     max_concurrent: int = 4
