@@ -65,7 +65,9 @@ class Citedocs:
         self.settings = settings
         self.store = store if store is not None else Store(settings.db_path)
         self._index_lock = threading.RLock()
-        self._sites_lock = threading.Lock()  # apart from the index lock: a site search must not wait for indexing
+        self._sites_lock = (
+            threading.Lock()
+        )  # apart from the index lock: a site search must not wait for indexing
         self.embedder: LazyEmbedder | None = make_embedder(settings)
         self.engine = SearchEngine(self.store, self.embedder, settings.search_mode)
         self._embed_thread: threading.Thread | None = None
