@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +12,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
@@ -23,6 +21,7 @@ from citedocs.answer.llm import LLMClient
 from citedocs.api import create_app
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
+from fakes.live_server import live_server
 from fakes.openai_server import FakeOpenAI, Reply
 
 QUESTION = "Which port does the server listen on by default?"
@@ -48,25 +47,6 @@ def make_library(tmp_path: Path, **options: Any) -> Citedocs:
     library.add_folder(docs)
     library.index()
     return library
-
-
-@contextlib.contextmanager
-def live_server(app: Any) -> Iterator[str]:
-    """`app` served by uvicorn on 127.0.0.1 on an ephemeral port, lifespan included."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 @contextlib.contextmanager

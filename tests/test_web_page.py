@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shutil
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import uvicorn
 
 from citedocs.answer.llm import LLMClient
 from citedocs.api import create_app
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
+from fakes.live_server import live_server
 from fakes.openai_server import FakeOpenAI, Reply
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -32,23 +27,6 @@ TOKENS = [
     " and starts with ",
     "`citedocs serve` [2].",
 ]
-
-
-@contextlib.contextmanager
-def live_server(app: Any) -> Iterator[str]:
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 def make_library(tmp_path: Path) -> Citedocs:
