@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,3 +23,51 @@ def shared(*parts: str) -> Path:
 @pytest.fixture
 def shared_data() -> Path:
     return shared()
+
+
+# -- PostgreSQL ------------------------------------------------------------------------------------
+# A real PostgreSQL 16 with pgvector from the `pgserver` wheel (a dev dependency), started once per test
+# session; each test that asks for one gets a fresh database in it.
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+            import pgserver
+    except ImportError:
+        pytest.skip("needs the pgserver package (pip install -e '.[dev]') for a real PostgreSQL")
+    # Not under pytest's tmp dir: run as root, pgserver starts PostgreSQL as another user, which cannot
+    # enter pytest's private (0700) folders.
+    data = Path(tempfile.mkdtemp(prefix="citedocs-pg-"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = pgserver.get_server(data, cleanup_mode="stop")
+    yield server
+    server.cleanup()
+    shutil.rmtree(data, ignore_errors=True)
+
+
+_PG_DATABASES = iter(range(1, 1_000_000))
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> str:
+    """A postgresql:// URL of a new, empty database."""
+    import psycopg
+
+    name = f"citedocs_test_{next(_PG_DATABASES)}"
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return str(pg_server.get_uri(name))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The `db` setting for each store backend: a SQLite file, then a PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "index.sqlite3")
+    return str(request.getfixturevalue("pg_url"))

@@ -1,58 +1,240 @@
+"""The store's contract, run against both backends: a SQLite file and a real PostgreSQL with pgvector."""
+
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from citedocs.analysis import terms as analyse
 from citedocs.errors import StoreError
-from citedocs.store import ChunkRecord, DocumentRecord, SQLiteStore
+from citedocs.search.hybrid import VectorSearch
+from citedocs.search.vectors import to_blob
+from citedocs.sources.llmstxt import DocLink
+from citedocs.store import ChunkRecord, DocumentRecord, SQLiteStore, Store, is_postgres, open_store
 from citedocs.store.migrate import migrations
+from citedocs.store.site_tables import SiteTables, StoredPage
 
 
-def _chunk(i: int, text: str) -> ChunkRecord:
-    return ChunkRecord(f"id{i}", i, "H", None, None, i, i, text, f"sha{i}", 3, "h", text)
+def _chunk(i: int, text: str, heading: str = "H") -> ChunkRecord:
+    return ChunkRecord(
+        f"id{i}", i, heading, None, None, i, i, text, f"sha{i}", 3,
+        " ".join(analyse(heading)), " ".join(analyse(text)),
+    )  # fmt: skip
 
 
 def _doc(path: str, sha: str = "x") -> DocumentRecord:
     return DocumentRecord(path, path, "markdown", 10, 1, sha, "indexed")
 
 
-def test_schema_comes_from_numbered_migrations(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "i.db")
-    version = store._conn().execute("PRAGMA user_version").fetchone()[0]
-    assert version == migrations()[-1][0] >= 1
-    assert store._conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+def _count(store: Store, table: str) -> int:
+    return int(store._conn().execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
 
 
-def test_replace_document_swaps_chunks_and_fts_rows(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "i.db")
+@pytest.fixture
+def store(backend_db: str) -> Store:
+    return open_store(backend_db)
+
+
+def test_schema_comes_from_numbered_migrations(store: Store) -> None:
+    if isinstance(store, SQLiteStore):
+        assert store._conn().execute("PRAGMA user_version").fetchone()[0] == migrations()[-1][0] >= 1
+        assert store._conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    else:
+        assert store._conn().execute("SELECT MAX(version) FROM citedocs_schema").fetchone()[0] >= 1
+        assert store._conn().execute("SELECT extname FROM pg_extension WHERE extname = 'vector'").fetchone()
+
+
+def test_replace_document_swaps_chunks_and_keyword_rows(store: Store) -> None:
     src = store.add_source("folder", "/f", "/f")
     store.replace_document(src.id, _doc("/f/a.md"), [_chunk(1, "alpha beta"), _chunk(2, "gamma")])
-    assert [r for r, _ in store.keyword_search('"gamma"', 5)]
+    assert [r for r, _ in store.keyword_search(["gamma"], 5)]
     store.replace_document(src.id, _doc("/f/a.md", "y"), [_chunk(3, "delta")])
-    assert store.keyword_search('"gamma"', 5) == []
-    assert len(store.keyword_search('"delta"', 5)) == 1
-    conn = store._conn()
-    assert conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 1
-    assert conn.execute("SELECT COUNT(*) FROM chunks_fts").fetchone()[0] == 1
+    assert store.keyword_search(["gamma"], 5) == []
+    assert len(store.keyword_search(["delta"], 5)) == 1
+    assert _count(store, "chunks") == 1
+    assert _count(store, "chunks_fts" if isinstance(store, SQLiteStore) else "postings") >= 1
+    assert store.counts(src.id) == {"documents": 1, "indexed": 1, "failed": 0, "empty": 0, "chunks": 1}
 
 
-def test_removing_a_source_purges_documents_chunks_and_keyword_rows(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "i.db")
+def test_removing_a_source_purges_documents_chunks_and_keyword_rows(store: Store) -> None:
     src = store.add_source("folder", "/f", "/f")
     store.replace_document(src.id, _doc("/f/a.md"), [_chunk(1, "alpha")])
     store.remove_source(src.id)
-    conn = store._conn()
-    for table in ("documents", "chunks", "chunks_fts"):
-        assert conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0
+    keyword_table = "chunks_fts" if isinstance(store, SQLiteStore) else "postings"
+    for table in ("documents", "chunks", keyword_table):
+        assert _count(store, table) == 0
 
 
-def test_duplicate_source_is_a_clear_error(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "i.db")
+def test_duplicate_source_is_a_clear_error(store: Store) -> None:
     store.add_source("folder", "/f", "/f")
     with pytest.raises(StoreError, match="already registered"):
         store.add_source("folder", "/f", "/f")
+
+
+def test_bm25_scores_are_the_same_on_both_backends(tmp_path: Path, pg_url: str) -> None:
+    texts = [
+        ("Install", "pip install citedocs then run citedocs serve"),
+        ("Search", "hybrid search fuses keyword and semantic rankings with BM25"),
+        ("Keyword", "keyword keyword search uses BM25 over analysed terms"),
+        ("Config", "set CITEDOCS_DB to a postgresql URL to share one index"),
+        ("Long", "search " + "filler words about nothing in particular " * 30),
+    ]
+    stores = [open_store(str(tmp_path / "i.db")), open_store(pg_url)]
+    for store in stores:
+        src = store.add_source("folder", "/f", "/f")
+        for n, (heading, text) in enumerate(texts):
+            store.replace_document(src.id, _doc(f"/f/{n}.md"), [_chunk(n, text, heading)])
+    for query in (["search"], ["keyword", "bm25"], ["citedoc", "index"], ["absent"]):
+        sqlite_hits, pg_hits = (s.keyword_search(query, 10) for s in stores)
+        assert [r for r, _ in sqlite_hits] == [r for r, _ in pg_hits], query
+        assert [round(s, 9) for _, s in sqlite_hits] == [round(s, 9) for _, s in pg_hits], query
+    assert stores[0].term_document_counts(["search", "nope"]) == stores[1].term_document_counts(
+        ["search", "nope"]
+    )
+
+
+def test_keyword_filters_by_source_and_format(store: Store) -> None:
+    a = store.add_source("folder", "/a", "/a")
+    b = store.add_source("folder", "/b", "/b")
+    store.replace_document(a.id, _doc("/a/x.md"), [_chunk(1, "shared word here")])
+    store.replace_document(b.id, DocumentRecord("/b/y.pdf", "y.pdf", "pdf", 1, 1, "s", "indexed"),
+                           [_chunk(2, "shared word there")])  # fmt: skip
+    rowids = {store.chunks_by_rowid([r])[r].source_id for r, _ in store.keyword_search(["share"], 5)}
+    assert rowids == {a.id, b.id}
+    only_b = store.keyword_search(["share"], 5, source_ids=[b.id])
+    assert [store.chunks_by_rowid([r])[r].path for r, _ in only_b] == ["/b/y.pdf"]
+    assert [
+        store.chunks_by_rowid([r])[r].path
+        for r, _ in store.keyword_search(["share"], 5, formats=["markdown"])
+    ] == ["/a/x.md"]
+
+
+def test_vectors_are_stored_counted_searched_and_cleared(store: Store) -> None:
+    src = store.add_source("folder", "/f", "/f")
+    store.replace_document(src.id, _doc("/f/a.md"), [_chunk(n, f"text {n}") for n in range(6)])
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(6, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store.put_vectors([(f"sha{n}", to_blob(v)) for n, v in enumerate(vectors[:5])])
+    search = VectorSearch(store)
+    assert search.counts == (5, 6)
+    assert search.ready(16)
+    rowids = store.document_rowids(store.documents(src.id)["/f/a.md"].id or 0)
+    by_sha = {store.chunks_by_rowid([r])[r].sha256: r for r in rowids}
+    best = search.top_k(vectors[3], 3)
+    assert best[0][0] == by_sha["sha3"] and best[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert [s for _, s in best] == sorted((s for _, s in best), reverse=True)
+    assert np.frombuffer(store.vectors_for_rowids([by_sha["sha2"]])[0], "<f4") == pytest.approx(vectors[2])
+    assert search.top_k(vectors[3], 3, formats=["pdf"]) == []
+    assert search.top_k(vectors[3], 1, source_ids=[src.id])[0][0] == by_sha["sha3"]
+    store.clear_vectors()
+    assert store.vector_counts() == (0, 6)
+
+
+def test_another_instance_sees_changes_through_the_generation(store: Store, backend_db: str) -> None:
+    src = store.add_source("folder", "/f", "/f")
+    _, gen = store.changed_since(store.generation)
+    other = open_store(backend_db)  # another process's view of the same index
+    assert not other.changed_since(gen)[0]
+    store.replace_document(src.id, _doc("/f/a.md"), [_chunk(1, "alpha")])
+    assert other.changed_since(gen)[0]
+    assert len(other.keyword_search(["alpha"], 5)) == 1
+
+
+def test_readers_are_not_blocked_by_an_open_write(store: Store, backend_db: str) -> None:
+    src = store.add_source("folder", "/f", "/f")
+    store.replace_document(src.id, _doc("/f/a.md"), [_chunk(1, "alpha")])
+    reader = open_store(backend_db)
+    in_write, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with store.transaction() as conn:
+            conn.execute("DELETE FROM chunks")
+            in_write.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert in_write.wait(10)
+        started = time.monotonic()
+        assert len(reader.keyword_search(["alpha"], 5)) == 1  # the committed state, at once
+        assert time.monotonic() - started < 5
+    finally:
+        release.set()
+        thread.join()
+    assert reader.keyword_search(["alpha"], 5) == []
+
+
+def test_concurrent_writers_from_two_instances_both_land(store: Store, backend_db: str) -> None:
+    src = store.add_source("folder", "/f", "/f")
+    other = open_store(backend_db)
+
+    def write(target: Store, prefix: str) -> None:
+        for n in range(15):
+            target.replace_document(src.id, _doc(f"/f/{prefix}{n}.md"), [_chunk(n, f"{prefix} words {n}")])
+
+    threads = [threading.Thread(target=write, args=(s, p)) for s, p in ((store, "a"), (other, "b"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert store.counts()["documents"] == 30 and store.counts()["chunks"] == 30
+    assert len(store.keyword_search(["word"], 50)) == 30
+
+
+def test_jobs_record_progress_and_a_rerun_marks_the_old_one_interrupted(store: Store) -> None:
+    src = store.add_source("folder", "/f", "/f")
+    first = store.start_job(src.id, "index", total=3)
+    store.update_job(first, done=2, current="/f/b.md")
+    second = store.start_job(src.id, "index")
+    none_source = store.start_job(None, "embed")
+    jobs = {j.id: j for j in store.recent_jobs()}
+    assert jobs[first].state == "interrupted" and jobs[first].done == 2
+    assert jobs[second].state == "running" and jobs[none_source].source_id is None
+
+
+def test_site_tables_work_on_both_backends(store: Store) -> None:
+    src = store.add_source("site", "docs.example", "https://docs.example/llms.txt")
+    tables = SiteTables(store)
+    links = [DocLink("A", "https://docs.example/a.md", "about a", "Docs", False),
+             DocLink("A again", "https://docs.example/a.md"), DocLink("B", "https://docs.example/b.md")]  # fmt: skip
+    tables.record_fetch(src.id, etag='"e1"', last_modified=None, sha256="s", fetched_at=1.0, links=links)
+    assert [link.url for link in tables.links(src.id)] == [
+        "https://docs.example/a.md",
+        "https://docs.example/b.md",
+    ]
+    assert tables.state(src.id).revision == 1 and tables.state(src.id).etag == '"e1"'
+    page = StoredPage("https://docs.example/a.md", "A", "text/markdown", None, None, "h1", 2.0, False, "# A")
+    tables.put_page(src.id, page)
+    tables.put_page(
+        src.id, StoredPage(**{**{f: getattr(page, f) for f in page.__slots__}, "markdown": "# A2"})
+    )
+    assert tables.page(src.id, page.url).markdown == "# A2"  # type: ignore[union-attr]
+    assert tables.counts() == {src.id: (2, 1)}
+    assert tables.sources_listing(page.url) == [src.id]
+    store.remove_source(src.id)
+    assert tables.counts() == {} and tables.links(src.id) == []
+
+
+def test_a_newer_schema_is_refused(store: Store, backend_db: str) -> None:
+    store.close()
+    if is_postgres(backend_db):
+        other = open_store(backend_db)
+        with other.transaction() as conn:
+            conn.execute("INSERT INTO citedocs_schema (version) VALUES (999)")
+        other.close()
+    else:
+        conn = sqlite3.connect(backend_db)
+        conn.execute("PRAGMA user_version = 999")
+        conn.close()
+    with pytest.raises(StoreError, match="newer citedocs"):
+        open_store(backend_db)
 
 
 def test_a_file_that_is_not_a_database_is_refused_clearly(tmp_path: Path) -> None:
@@ -62,20 +244,21 @@ def test_a_file_that_is_not_a_database_is_refused_clearly(tmp_path: Path) -> Non
         SQLiteStore(bad)
 
 
-def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "i.db"
-    SQLiteStore(path).close()
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA user_version = 999")
-    conn.close()
-    with pytest.raises(StoreError, match="newer citedocs"):
-        SQLiteStore(path)
+def test_an_unreachable_postgres_is_a_clear_error_without_the_password(tmp_path: Path) -> None:
+    url = f"postgresql://user:s3cret@/db?host={tmp_path}&port=1"
+    with pytest.raises(StoreError) as info:
+        open_store(url)
+    assert "s3cret" not in str(info.value) and "s3cret" not in info.value.hint
+    assert "CITEDOCS_DB" in info.value.hint
 
 
-def test_generation_changes_on_writes_for_cache_invalidation(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "i.db")
+def test_one_indexer_per_source_on_postgres(pg_url: str) -> None:
+    store, other = open_store(pg_url), open_store(pg_url)
     src = store.add_source("folder", "/f", "/f")
-    _, gen = store.changed_since(store.generation)
-    store.replace_document(src.id, _doc("/f/a.md"), [_chunk(1, "alpha")])
-    other = SQLiteStore(tmp_path / "i.db")  # another process's view
-    assert other.changed_since(gen)[0]
+    with store.source_lock(src.id):
+        with pytest.raises(StoreError, match="Another process is indexing"), other.source_lock(src.id):
+            pass
+        with other.source_lock(src.id + 1):  # another source is free
+            pass
+    with other.source_lock(src.id):  # released when the first indexer finished
+        pass

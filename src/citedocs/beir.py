@@ -18,7 +18,7 @@ from citedocs.errors import InputError
 from citedocs.eval.metrics import mrr_at_k, ndcg_at_k, recall_at_k
 from citedocs.indexer import chunk_records
 from citedocs.parsers.base import Segment
-from citedocs.search.hybrid import fuse, semantic_ranking
+from citedocs.search.hybrid import fuse
 from citedocs.search.keyword import keyword_ranking
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
@@ -128,9 +128,7 @@ def _rank(app: Citedocs, query: str, mode: str) -> list[str]:
     ranking = keyword
     if mode != "keyword":
         assert app.embedder is not None
-        matrix = app.engine.vectors.matrix(app.embedder.dim)
-        assert matrix is not None
-        semantic = semantic_ranking(matrix, app.embedder.embed_query(query), DEPTH)
+        semantic = app.engine.vectors.top_k(app.embedder.embed_query(query), DEPTH)
         ranking = semantic if mode == "semantic" else fuse(keyword, semantic, DEPTH)
     chunks = app.store.chunks_by_rowid([r for r, _ in ranking])
     out: dict[str, None] = {}

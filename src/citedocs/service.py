@@ -22,7 +22,7 @@ from citedocs.indexer import FolderIndexer, IndexProgress, ProgressCallback
 from citedocs.parsers import parse_file
 from citedocs.search.engine import SearchEngine, SearchResult
 from citedocs.settings import Settings
-from citedocs.store import Source, Store
+from citedocs.store import Source, Store, open_store
 
 if TYPE_CHECKING:
     from citedocs.sites import SiteService
@@ -63,7 +63,7 @@ class SourceInfo:
 class Citedocs:
     def __init__(self, settings: Settings, store: Store | None = None) -> None:
         self.settings = settings
-        self.store = store if store is not None else Store(settings.db_path)
+        self.store = store if store is not None else open_store(settings.db)
         self._index_lock = threading.RLock()
         self._sites_lock = (
             threading.Lock()
@@ -164,10 +164,11 @@ class Citedocs:
         with self._index_lock:
             indexer = FolderIndexer(self.store, self.settings, progress)
             for source in sources:
-                if source.kind == "folder":
-                    reports.append(indexer.index(source, force=force))
-                elif name:
-                    self.sites.refresh(source.name)
+                with self.store.source_lock(source.id):  # one indexer per source across processes
+                    if source.kind == "folder":
+                        reports.append(indexer.index(source, force=force))
+                    elif name:
+                        self.sites.refresh(source.name)
         return reports
 
     def embed(

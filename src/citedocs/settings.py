@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     page_cache_size: int = 256
 
     # answers
+    # one OpenAI-compatible endpoint, or several separated by commas: a pool (answer/pool.py) that sends each
+    # request to the endpoint with the most free slots and sets a failing one aside for llm_cooldown_s
     llm_base_url: str = ""
     llm_model: str = "local"
     llm_api_key: SecretStr = SecretStr("")
@@ -77,6 +79,10 @@ class Settings(BaseSettings):
     # silence allowed between streamed bytes; on 2 CPU cores with 4 slots a prompt is read for 60-170 s before
     # the first token (Locust run, docs/benchmarks.md), so 60 s failed 1 answer in 4
     llm_read_timeout_s: float = 180.0
+    # a pool's slots per endpoint (llama.cpp's --parallel) and its first cooldown after a failure (doubling per
+    # consecutive failure, at most 60 s)
+    llm_slots: int = 4
+    llm_cooldown_s: float = 5.0
     llm_price_prompt_per_mtok: float = 0.0
     llm_price_completion_per_mtok: float = 0.0
     max_concurrent: int = 4

@@ -11,6 +11,7 @@ from citedocs.answer.citations import (
 )
 from citedocs.answer.gate import DEFAULT_RELEVANCE_THRESHOLD, GateDecision, relevance_decision
 from citedocs.answer.llm import (
+    ChatModel,
     Completion,
     Finish,
     LLMClient,
@@ -20,18 +21,21 @@ from citedocs.answer.llm import (
     TokenDelta,
     Usage,
 )
+from citedocs.answer.pool import LLMPool
 from citedocs.answer.prompt import REFUSAL_SENTENCE, build_messages
 from citedocs.answer.sentences import parse_citations
 
 __all__ = [
     "DEFAULT_RELEVANCE_THRESHOLD",
     "REFUSAL_SENTENCE",
+    "ChatModel",
     "CitationReport",
     "Completion",
     "Finish",
     "GateDecision",
     "LLMClient",
     "LLMEvent",
+    "LLMPool",
     "LLMStreamError",
     "Prices",
     "SentenceCheck",

@@ -15,7 +15,7 @@ import json
 import random
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -32,7 +32,17 @@ from citedocs.answer.wire import (
 from citedocs.errors import LLMError
 from citedocs.settings import Settings
 
-__all__ = ["Completion", "Finish", "LLMClient", "LLMEvent", "LLMStreamError", "Prices", "TokenDelta", "Usage"]
+__all__ = [
+    "ChatModel",
+    "Completion",
+    "Finish",
+    "LLMClient",
+    "LLMEvent",
+    "LLMStreamError",
+    "Prices",
+    "TokenDelta",
+    "Usage",
+]
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 # A Retry-After longer than this is not waited for: the caller hears "busy" at once instead.
@@ -102,6 +112,38 @@ class Completion:
     @property
     def truncated(self) -> bool:
         return self.finish.truncated
+
+
+class ChatModel(Protocol):
+    """What callers need from a model: one endpoint (`LLMClient`) or several (`citedocs.answer.pool.LLMPool`)."""
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    def stream_chat(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop: Sequence[str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[LLMEvent]: ...
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop: Sequence[str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Completion: ...
+
+    async def aclose(self) -> None: ...
 
 
 class LLMClient:

@@ -1,8 +1,9 @@
 """Where the API's language model comes from, and whether it can answer now.
 
 Three cases: a client passed in (tests, embedding apps) or `llm_base_url` (an external OpenAI-compatible
-server), a llama.cpp server started for `llm_gguf` (in the background, so the API and keyword search are up
-while the model loads), or none at all (search works, answers that pass the gate get 503 with a hint).
+server, or an `LLMPool` of them when it lists several URLs), a llama.cpp server started for `llm_gguf` (in the
+background, so the API and keyword search are up while the model loads), or none at all (search works, answers
+that pass the gate get 503 with a hint).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from citedocs.answer.llama import LlamaServer
-from citedocs.answer.llm import LLMClient
+from citedocs.answer.llm import ChatModel, LLMClient
+from citedocs.answer.pool import LLMPool, split_urls
 from citedocs.answer.wire import redact_url
 from citedocs.settings import Settings
 
@@ -27,7 +29,7 @@ class ModelHandle:
     def __init__(
         self,
         settings: Settings,
-        client: LLMClient | None = None,
+        client: ChatModel | None = None,
         server: LlamaServer | None = None,
         *,
         owns_client: bool = False,
@@ -40,11 +42,15 @@ class ModelHandle:
         self.error = ""
 
     @classmethod
-    def from_settings(cls, settings: Settings, llm: LLMClient | None = None) -> ModelHandle:
+    def from_settings(cls, settings: Settings, llm: ChatModel | None = None) -> ModelHandle:
         if llm is not None:
             return cls(settings, llm)
-        if settings.llm_base_url:
-            return cls(settings, LLMClient.from_settings(settings), owns_client=True)
+        urls = split_urls(settings.llm_base_url)
+        if len(urls) > 1:
+            return cls(settings, LLMPool.from_settings(settings), owns_client=True)
+        if urls:
+            one = settings.model_copy(update={"llm_base_url": urls[0]})
+            return cls(settings, LLMClient.from_settings(one), owns_client=True)
         if settings.llm_gguf:
             return cls(settings, server=LlamaServer.from_settings(settings), owns_client=True)
         return cls(settings)
@@ -63,8 +69,9 @@ class ModelHandle:
                 log.error("the local model server did not start: %s", exc)
                 return
             local = self.settings.model_copy(update={"llm_base_url": server.base_url})
-            self.client = LLMClient.from_settings(local)
-            on_ready(self.client)
+            client = LLMClient.from_settings(local)
+            self.client = client
+            on_ready(client)
 
         self._starting = asyncio.create_task(run(), name="llama-start")
 
@@ -87,6 +94,8 @@ class ModelHandle:
     def unavailable(self) -> tuple[int, str, str] | None:
         """None when an answer can be generated now; else (status, message, hint)."""
         state = self.state
+        if isinstance(self.client, LLMPool) and (down := self.client.all_down_error()) is not None:
+            return (503, down.message, down.hint)
         if state in ("ready", "external") and self.client is not None:
             return None
         if state == "none":
@@ -101,8 +110,10 @@ class ModelHandle:
     def describe(self) -> dict[str, Any]:
         data: dict[str, Any] = {"state": self.state}
         if self.client is not None:
-            data["base_url"] = redact_url(self.client.base_url)
+            data["base_url"] = ",".join(redact_url(url) for url in split_urls(self.client.base_url))
             data["model"] = self.client.model
+        if isinstance(self.client, LLMPool):
+            data["endpoints"] = self.client.describe()
         if self.server is not None:
             data["server"] = self.server.describe()
         if self.error:

@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from citedocs.answer.citations import check_citations, is_refusal, repair_answer
 from citedocs.answer.gate import GateDecision, relevance_decision
-from citedocs.answer.llm import Finish, LLMClient, LLMEvent, LLMStreamError, TokenDelta
+from citedocs.answer.llm import ChatModel, Finish, LLMEvent, LLMStreamError, TokenDelta
 from citedocs.answer.prompt import REFUSAL_SENTENCE, build_messages
 from citedocs.answer.retriever import LocalRetriever, Retriever
 from citedocs.answer.stats import AnswerRecord, RollingStats
@@ -111,7 +111,7 @@ class AnswerService:
     def __init__(
         self,
         app: Citedocs,
-        llm: LLMClient | None,
+        llm: ChatModel | None,
         settings: Settings,
         *,
         tracer: Tracer | None = None,

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp
 
-from citedocs.answer.llm import LLMClient
+from citedocs.answer.llm import ChatModel
 from citedocs.answer.model import ModelHandle
 from citedocs.answer.retriever import Retriever
 from citedocs.answer.service import MAX_QUESTION_CHARS, AnswerFailed, AnswerService, PreparedAnswer
@@ -191,7 +191,10 @@ async def search(body: SearchRequest, state: StateDep) -> dict[str, Any]:
 @router.get("/healthz")
 async def healthz(state: StateDep) -> dict[str, Any]:
     model = state.model.describe()
-    healthy = model["state"] in ("ready", "external")
+    endpoints = model.get("endpoints")
+    healthy = model["state"] in ("ready", "external") and (
+        not endpoints or any(endpoint["state"] != "down" for endpoint in endpoints)
+    )
     return {"status": "ok" if healthy else "degraded", "in_flight": state.slots.in_flight,
             "max_concurrent": state.slots.limit, "model": model}  # fmt: skip
 
@@ -244,7 +247,7 @@ def _install_error_handlers(app: FastAPI) -> None:
 def create_app(
     settings: Settings,
     app: Citedocs | None = None,
-    llm: LLMClient | None = None,
+    llm: ChatModel | None = None,
     *,
     extra_mounts: Mapping[str, ASGIApp] | None = None,
     model: ModelHandle | None = None,

@@ -19,7 +19,7 @@ from citedocs.embed.lazy import LazyEmbedder
 from citedocs.embedding import FINGERPRINT_KEY
 from citedocs.errors import EmbedderError, InputError, ModelMismatchError
 from citedocs.hits import Hit
-from citedocs.search.hybrid import CANDIDATES, VectorCache, fuse, semantic_ranking
+from citedocs.search.hybrid import CANDIDATES, VectorSearch, fuse
 from citedocs.search.keyword import keyword_ranking
 from citedocs.search.snippets import make_snippet
 from citedocs.search.vectors import matrix_from_blobs
@@ -65,7 +65,7 @@ class SearchEngine:
         self.store = store
         self.embedder = embedder
         self.default_mode = default_mode
-        self.vectors = VectorCache(store)
+        self.vectors = VectorSearch(store)
         self._lock = threading.Lock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
@@ -145,8 +145,7 @@ class SearchEngine:
                     f"The index was embedded with {stored!r}, not the configured {self.embedder.fingerprint()!r}.",
                     "Run `citedocs reindex --force` to re-embed, or set CITEDOCS_EMBEDDER back.",
                 )
-            matrix = self.vectors.matrix(self.embedder.dim)
-            if matrix is None:
+            if not self.vectors.ready(self.embedder.dim):
                 return None, "no vectors yet (embedding runs after indexing); keyword results shown"
             query_vec = self.embedder.embed_query(query)
         except ModelMismatchError:
@@ -160,10 +159,9 @@ class SearchEngine:
             if mode == "semantic":
                 raise
             return None, f"semantic search unavailable ({exc.message}); keyword results shown"
-        allowed = self.store.rowids_matching(source_ids, formats) if source_ids or formats else None
         have, total = self.vectors.counts
         note = None if have >= total else f"embedding in progress ({have}/{total} chunks have vectors)"
-        return semantic_ranking(matrix, query_vec, depth, allowed), note
+        return self.vectors.top_k(query_vec, depth, source_ids=source_ids, formats=formats), note
 
     def similar(self, document_id: int, label: str, k: int = 5) -> SearchResult:
         """Files most like a document: the mean of its chunk vectors against every other chunk, best per file."""
@@ -172,19 +170,19 @@ class SearchEngine:
         own = set(self.store.document_rowids(document_id))
         note = None
         ranking: list[tuple[int, float]] = []
-        matrix = None
+        semantic = False
         if self.embedder is not None:
             try:
                 self.embedder.wait()
-                matrix = self.vectors.matrix(self.embedder.dim)
+                semantic = self.vectors.ready(self.embedder.dim)
             except EmbedderError as exc:
                 note = f"semantic model unavailable ({exc.message}); keyword similarity shown"
-        if matrix is not None:
+        if semantic and self.embedder is not None:
             blobs = self.store.vectors_for_rowids(sorted(own))
             if blobs:
-                centroid = matrix_from_blobs(blobs, matrix.dim).mean(axis=0)
+                centroid = matrix_from_blobs(blobs, self.embedder.dim).mean(axis=0)
                 centroid /= float(np.linalg.norm(centroid)) or 1.0
-                ranking = matrix.top_k(centroid, 400)
+                ranking = self.vectors.top_k(centroid, 400)
         if not ranking:
             note = note or "no vectors for this file; keyword similarity shown"
             chunks = self.store.chunks_of_document(document_id)
@@ -200,7 +198,7 @@ class SearchEngine:
             if len(best) == k:
                 break
         hits = [hit_from_chunk(chunks_by_row[r], s, []) for r, s in best.values()]
-        return SearchResult(label, "semantic" if matrix is not None and not note else "keyword", hits, note)
+        return SearchResult(label, "semantic" if semantic and not note else "keyword", hits, note)
 
 
 _FORMAT_ALIASES = {"md": "markdown", "mdx": "markdown", "htm": "html", "txt": "text"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -40,10 +41,56 @@ class VectorCache:
             return self._matrix
 
 
-def semantic_ranking(
-    matrix: VectorMatrix, query_vec: np.ndarray, k: int, allowed: Sequence[int] | None = None
-) -> list[tuple[int, float]]:
-    return matrix.top_k(query_vec, k, None if allowed is None else np.asarray(allowed, dtype=np.int64))
+class VectorSearch:
+    """Nearest chunks to a vector: the store's own index where it has one (PostgreSQL's HNSW), else the
+    in-memory matrix. Vector counts are cached per index generation (at most `COUNTS_MAX_AGE_S` stale
+    while a large index is being written: counting 500k chunks takes longer than a query)."""
+
+    COUNTS_MAX_AGE_S = 5.0
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.native = store.native_vector_search
+        self.cache = VectorCache(store)
+        self._lock = threading.Lock()
+        self._counted: tuple[int, float] | None = None  # (generation, monotonic time)
+        self._counts = (0, 0)
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(chunks with a vector, all chunks)."""
+        with self._lock:
+            now = time.monotonic()
+            seen = self._counted
+            changed, generation = self.store.changed_since(seen[0] if seen else -1)
+            if seen is None or (
+                changed and (self._counts[1] < 10_000 or now - seen[1] > self.COUNTS_MAX_AGE_S)
+            ):
+                self._counts = self.store.vector_counts()
+                self._counted = (generation, now)
+            return self._counts
+
+    def ready(self, dim: int) -> bool:
+        """Whether there are vectors to search (loads the matrix for in-memory search)."""
+        if self.native:
+            return self.counts[0] > 0
+        return self.cache.matrix(dim) is not None
+
+    def top_k(
+        self,
+        query: np.ndarray,
+        k: int,
+        *,
+        source_ids: Sequence[int] | None = None,
+        formats: Sequence[str] | None = None,
+    ) -> list[tuple[int, float]]:
+        if self.native:
+            return self.store.nearest(query, k, source_ids=source_ids, formats=formats)
+        matrix = self.cache.matrix(int(query.shape[0]))
+        if matrix is None:
+            return []
+        allowed = self.store.rowids_matching(source_ids, formats) if source_ids or formats else None
+        return matrix.top_k(query, k, None if allowed is None else np.asarray(allowed, dtype=np.int64))
 
 
 def fuse(

@@ -1,10 +1,10 @@
-"""Keyword ranking: FTS5 BM25 over analysed terms, headings weighted above body text."""
+"""Keyword ranking: BM25 over analysed terms (FTS5, or the same formula in PostgreSQL), headings weighted."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from citedocs.analysis import fts_match, query_groups, query_terms
+from citedocs.analysis import query_groups, query_terms
 from citedocs.store import Store
 
 HEADING_WEIGHT = 2.0
@@ -23,7 +23,7 @@ def keyword_ranking(
     if not terms:
         return []
     return store.keyword_search(
-        fts_match(terms), k, source_ids=source_ids, formats=formats, heading_weight=HEADING_WEIGHT
+        terms, k, source_ids=source_ids, formats=formats, heading_weight=HEADING_WEIGHT
     )
 
 

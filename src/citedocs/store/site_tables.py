@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from citedocs.sources.llmstxt import DocLink
-from citedocs.store.sqlite import SQLiteStore
+from citedocs.store.base import Store
 
 __all__ = ["SiteState", "SiteTables", "StoredPage"]
 
@@ -62,9 +62,9 @@ def _state(row: Any) -> SiteState:
 
 
 class SiteTables:
-    """Site tables of one SQLiteStore, through its per-thread connections and write transactions."""
+    """Site tables of one store (either backend), through its connections and write transactions."""
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     # -- llms.txt state ---------------------------------------------------------------------------
@@ -104,8 +104,8 @@ class SiteTables:
                 return
             conn.execute("DELETE FROM site_links WHERE source_id = ?", (source_id,))
             conn.executemany(
-                "INSERT OR IGNORE INTO site_links (source_id, ord, url, title, description, section, optional) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO site_links (source_id, ord, url, title, description, section, optional) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 [
                     (source_id, n, link.url, link.title, link.description, link.section, int(link.optional))
                     for n, link in enumerate(links)
@@ -197,8 +197,11 @@ class SiteTables:
     def put_page(self, source_id: int, page: StoredPage) -> None:
         with self.store.transaction() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO site_pages (source_id, url, title, content_type, etag, last_modified, "
-                "sha256, fetched_at, inline, markdown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO site_pages (source_id, url, title, content_type, etag, last_modified, sha256, "
+                "fetched_at, inline, markdown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, url) "
+                "DO UPDATE SET title = excluded.title, content_type = excluded.content_type, etag = excluded.etag, "
+                "last_modified = excluded.last_modified, sha256 = excluded.sha256, "
+                "fetched_at = excluded.fetched_at, inline = excluded.inline, markdown = excluded.markdown",
                 (
                     source_id, page.url, page.title, page.content_type, page.etag, page.last_modified,
                     page.sha256, page.fetched_at, int(page.inline), page.markdown,
