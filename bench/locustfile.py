@@ -9,6 +9,8 @@ stream), custom rows record time to first token (`ttft`), the whole answer (`ans
       locust -f bench/locustfile.py --headless -H http://127.0.0.1:8765 -u 4 -r 4 -t 2m --csv bench/out/ask-u4
 
 Questions come from CITEDOCS_BENCH_CASES (a cases.jsonl, `question` per line) or a small built-in list.
+Against several replicas, CITEDOCS_BENCH_HOSTS lists their base URLs (comma-separated) and users are spread
+over them in turn, as a round-robin load balancer would (-H is then only Locust's label).
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ def load_questions() -> list[str]:
 
 
 QUESTIONS: Iterator[str] = itertools.cycle(load_questions())
+HOSTS: Iterator[str] = itertools.cycle(
+    [h.strip().rstrip("/") for h in os.environ.get("CITEDOCS_BENCH_HOSTS", "").split(",") if h.strip()]
+    or [""]
+)
 
 
 def sse_events(lines: Iterator[str]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -67,12 +73,15 @@ class AskUser(HttpUser):
             context={},
         )
 
+    def on_start(self) -> None:
+        self.base = next(HOSTS)  # "" means Locust's -H
+
     @task
     def ask(self) -> None:
         question = next(QUESTIONS)
         started = time.perf_counter()
         with self.client.post(
-            "/ask", json={"question": question}, stream=True, catch_response=True, name="/ask"
+            f"{self.base}/ask", json={"question": question}, stream=True, catch_response=True, name="/ask"
         ) as response:
             if response.status_code == 503:
                 response.success()

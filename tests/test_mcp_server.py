@@ -300,6 +300,9 @@ def test_transport_security_allows_loopback_names_with_the_port_only() -> None:
     assert "evil.example:8765" not in rules.allowed_hosts and "localhost" not in rules.allowed_hosts
     assert "http://localhost:8765" in rules.allowed_origins
     assert "docs.lan:8765" in transport_security(8765, allowed_hosts=["docs.lan"]).allowed_hosts
+    proxied = transport_security(8765, allowed_hosts=["docs.example:443", "[fd00::1]:80"]).allowed_hosts
+    assert {"docs.example:443", "[fd00::1]:80"} <= set(proxied)  # a name given with its port is kept as is
+    assert "docs.example:443:8765" not in proxied and "docs.example:8765" not in proxied
 
 
 # -- real stdio ----------------------------------------------------------------------------------------

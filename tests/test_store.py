@@ -262,3 +262,14 @@ def test_one_indexer_per_source_on_postgres(pg_url: str) -> None:
             pass
     with other.source_lock(src.id):  # released when the first indexer finished
         pass
+
+
+def test_a_running_index_job_is_alive_while_its_source_lock_is_held(pg_url: str) -> None:
+    store, other = open_store(pg_url), open_store(pg_url)
+    src = store.add_source("folder", "/f", "/f")
+    job_id = store.start_job(src.id, "index")
+    [job] = [j for j in other.recent_jobs() if j.id == job_id]
+    assert not other.job_alive(job)  # no indexer holds the source: it was interrupted
+    with store.source_lock(src.id):
+        assert other.job_alive(job)  # seen from another process, whatever its pid table says
+    assert not other.job_alive(job)

@@ -274,9 +274,11 @@ def serve(
     library = Citedocs(settings)
     for path in folder or []:
         run(partial(library.add_folder, path))
-    library.index_in_background()
+    if settings.index_on_start:
+        library.index_in_background()
     library.start_model()
-    mcp_app = http_app(library, read_only, port=settings.port, host=settings.host, path="/")
+    mcp_app = http_app(library, read_only, port=settings.port, host=settings.host, path="/",
+                       allowed_hosts=settings.mcp_allowed_hosts)  # fmt: skip
     api = create_app(settings, library, extra_mounts={"/mcp": mcp_app})
     console.print(f"citedocs serving http://{settings.host}:{settings.port}/ (MCP at /mcp)")
     uvicorn.run(api, host=settings.host, port=settings.port, log_level="warning")

@@ -68,6 +68,8 @@ def embed_pending(
             if progress:
                 progress(state)
         store.purge_orphan_vectors()
+        if state.done:
+            store.index_vectors(embedder.dim)
     except Exception as exc:
         store.update_job(job, state="failed", message=str(exc), finished=time.time())
         raise

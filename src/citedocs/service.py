@@ -6,7 +6,6 @@ It owns the store and the search engine for one Settings; front ends only transl
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -211,7 +210,7 @@ class Citedocs:
         jobs = []
         for job in self.store.recent_jobs(10):
             state = job.state
-            if state == "running" and job.pid is not None and not _alive(job.pid):
+            if state == "running" and not self.store.job_alive(job):
                 state = "interrupted"
             jobs.append({"id": job.id, "source_id": job.source_id, "kind": job.kind, "state": state,
                          "total": job.total, "done": job.done, "failed": job.failed, "current": job.current,
@@ -279,15 +278,3 @@ class Citedocs:
         return ReadResult(
             str(resolved), start, end, len(lines), "\n".join(lines[start - 1 : end]), parsed.format
         )
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -92,12 +92,18 @@ class Settings(BaseSettings):
 
     # MCP: characters per tool result before it is cut and paged
     mcp_max_chars: int = 24000
+    # extra Host names MCP over HTTP accepts (DNS-rebinding guard), e.g. "api-1,docs.internal:443"; a name
+    # without a port is allowed on the bound port
+    mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     # servers
     host: str = "127.0.0.1"
     port: int = 8765
+    # `citedocs serve` indexes registered folders when it starts; replicas behind one database turn it off
+    # and leave indexing to one job
+    index_on_start: bool = True
 
-    @field_validator("allowed_private_hosts", "extra_ignore_dirs", mode="before")
+    @field_validator("allowed_private_hosts", "extra_ignore_dirs", "mcp_allowed_hosts", mode="before")
     @classmethod
     def _split_csv(cls, value: Any) -> Any:
         if isinstance(value, str):

@@ -8,6 +8,7 @@ through DNS rebinding.
 from __future__ import annotations
 
 import argparse
+import re
 import socket
 import sys
 from collections.abc import Sequence
@@ -33,9 +34,10 @@ def transport_security(
     names = list(LOOPBACK_HOSTS)
     if host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
         names.append(f"[{host}]" if ":" in host else host)
-    names.extend(allowed_hosts)
+    with_port = [h for h in allowed_hosts if re.search(r"[^:\]]:\d+$|\]:\d+$", h)]
+    names.extend(h for h in allowed_hosts if h not in with_port)
     suffix = "*" if port is None else str(port)
-    hosts = [f"{name}:{suffix}" for name in names]
+    hosts = [f"{name}:{suffix}" for name in names] + with_port
     if port in (80, None):
         hosts.extend(names)
     origins = [f"{scheme}://{host_port}" for host_port in hosts for scheme in ("http", "https")]

@@ -97,6 +97,10 @@ class Store(ABC):
     @abstractmethod
     def vectors_for_rowids(self, rowids: Sequence[int]) -> list[bytes]: ...
 
+    def index_vectors(self, dim: int) -> None:
+        """Build the backend's vector index once an embedding pass is done (none for in-memory search)."""
+        return None
+
     @abstractmethod
     def clear_vectors(self) -> None:
         """Forget every vector and the model fingerprint (the model changed)."""
@@ -220,34 +224,46 @@ class Store(ABC):
 
     def replace_document(self, source_id: int, doc: DocumentRecord, chunks: Sequence[ChunkRecord]) -> int:
         """Atomically swap a document's chunks (and keyword rows) for new ones."""
+        return self.replace_documents(source_id, [(doc, chunks)])[0]
+
+    def replace_documents(
+        self, source_id: int, items: Sequence[tuple[DocumentRecord, Sequence[ChunkRecord]]]
+    ) -> list[int]:
+        """Several documents in one transaction (bulk loads: one commit instead of one per document)."""
         with self.transaction() as conn:
-            values = (
-                doc.rel_path, doc.format, doc.size, doc.mtime_ns, doc.sha256, doc.status, doc.reason,
-                doc.title, doc.pages, time.time(),
-            )  # fmt: skip
-            row = conn.execute(
-                "SELECT id FROM documents WHERE source_id = ? AND path = ?", (source_id, doc.path)
-            ).fetchone()
-            if row is None:
-                doc_id = int(
-                    conn.execute(
-                        "INSERT INTO documents (rel_path, format, size, mtime_ns, sha256, status, reason, title, "
-                        "pages, indexed_at, source_id, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                        "RETURNING id",
-                        (*values, source_id, doc.path),
-                    ).fetchone()[0]
-                )
-            else:
-                doc_id = int(row["id"])
-                conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
-                conn.execute(
-                    "UPDATE documents SET rel_path = ?, format = ?, size = ?, mtime_ns = ?, sha256 = ?, "
-                    "status = ?, reason = ?, title = ?, pages = ?, indexed_at = ? WHERE id = ?",
-                    (*values, doc_id),
-                )
-            if chunks:
-                self._insert_chunks(conn, doc_id, chunks)
+            ids = [self._replace(conn, source_id, doc, chunks) for doc, chunks in items]
             self._bump(conn)
+        return ids
+
+    def _replace(
+        self, conn: Connection, source_id: int, doc: DocumentRecord, chunks: Sequence[ChunkRecord]
+    ) -> int:
+        values = (
+            doc.rel_path, doc.format, doc.size, doc.mtime_ns, doc.sha256, doc.status, doc.reason,
+            doc.title, doc.pages, time.time(),
+        )  # fmt: skip
+        row = conn.execute(
+            "SELECT id FROM documents WHERE source_id = ? AND path = ?", (source_id, doc.path)
+        ).fetchone()
+        if row is None:
+            doc_id = int(
+                conn.execute(
+                    "INSERT INTO documents (rel_path, format, size, mtime_ns, sha256, status, reason, title, "
+                    "pages, indexed_at, source_id, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "RETURNING id",
+                    (*values, source_id, doc.path),
+                ).fetchone()[0]
+            )
+        else:
+            doc_id = int(row["id"])
+            conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
+            conn.execute(
+                "UPDATE documents SET rel_path = ?, format = ?, size = ?, mtime_ns = ?, sha256 = ?, "
+                "status = ?, reason = ?, title = ?, pages = ?, indexed_at = ? WHERE id = ?",
+                (*values, doc_id),
+            )
+        if chunks:
+            self._insert_chunks(conn, doc_id, chunks)
         return doc_id
 
     def touch_document(self, doc_id: int, mtime_ns: int, size: int) -> None:
@@ -394,6 +410,10 @@ class Store(ABC):
         with self.transaction() as conn:
             conn.execute(f"UPDATE jobs SET {assignments} WHERE id = ?", (*fields.values(), job_id))
 
+    def job_alive(self, job: Job) -> bool:
+        """Whether a job marked running still has a process behind it (this machine's pid table)."""
+        return job.pid is None or pid_alive(job.pid)
+
     def recent_jobs(self, limit: int = 10) -> list[Job]:
         rows = self._conn().execute("SELECT * FROM jobs ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
         return [Job(**dict(r)) for r in rows]
@@ -423,3 +443,15 @@ def _document(row: Any) -> DocumentRecord:
 def iter_batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -24,7 +24,7 @@ import numpy as np
 
 from citedocs.errors import StoreError
 from citedocs.store.base import Store, placeholders
-from citedocs.store.records import ChunkRecord
+from citedocs.store.records import ChunkRecord, Job
 
 try:
     import psycopg
@@ -63,9 +63,9 @@ def _row_factory(cursor: Any) -> Any:
     return lambda values: row_type(values)
 
 
-def _sql(statement: str) -> str:
-    """The shared SQL's `?` placeholders as psycopg's `%s` (no `?` or `%` appears in our SQL literals)."""
-    return statement.replace("%", "%%").replace("?", "%s")
+def _sql(statement: str, placeholder: str = "%s") -> str:
+    """The shared SQL's `?` placeholders as psycopg's (no `?` or `%` appears in our SQL literals)."""
+    return statement.replace("%", "%%").replace("?", placeholder)
 
 
 class _Connection:
@@ -74,8 +74,9 @@ class _Connection:
     def __init__(self, raw: Any) -> None:
         self.raw = raw
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self.raw.execute(_sql(sql), params)
+    def execute(self, sql: str, params: Sequence[Any] = (), *, binary: bool = False) -> Any:
+        """`binary` sends the parameters in binary form (big arrays: no per-element text escaping)."""
+        return self.raw.execute(_sql(sql, "%b" if binary else "%s"), params)
 
     def executemany(self, sql: str, params: Iterable[Sequence[Any]]) -> Any:
         with self.raw.cursor() as cur:
@@ -113,6 +114,10 @@ class PostgresStore(Store):
                 f"Cannot connect to PostgreSQL at {self.path}: {str(exc).strip().splitlines()[0]}",
                 "Check CITEDOCS_DB (postgresql://user:password@host:port/database) and that the server is up.",
             ) from None
+        # The durability of SQLite's WAL with synchronous=NORMAL: a crash may lose the last commits, never
+        # consistency, and the indexer redoes a lost document on its next run (its hash was not stored).
+        # Measured: an fsync per document made indexing ~2x slower here.
+        raw.execute("SET synchronous_commit = off")
         with self._all_lock:
             self._all.append(raw)
         return raw
@@ -188,31 +193,69 @@ class PostgresStore(Store):
                 if raw in self._all:
                     self._all.remove(raw)
 
+    def job_alive(self, job: Job) -> bool:
+        """Indexers may run on other machines, so a pid says nothing: an index job lives as long as its
+        source's advisory lock is held; other jobs are trusted."""
+        if job.kind != "index" or job.source_id is None:
+            return True
+        row = (
+            self._conn()
+            .execute(
+                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = ? AND objid = ? AND granted",
+                (LOCK_NAMESPACE, job.source_id),
+            )
+            .fetchone()
+        )
+        return row is not None
+
     # -- keyword ----------------------------------------------------------------------------------
     def _insert_chunks(self, conn: Any, doc_id: int, chunks: Sequence[ChunkRecord]) -> None:
-        ids = [
-            int(r[0])
-            for r in conn.execute(
-                "SELECT nextval(pg_get_serial_sequence('chunks', 'id')) FROM generate_series(1, ?)",
-                (len(chunks),),
-            ).fetchall()
-        ]
-        with conn.raw.cursor() as cur:
-            with cur.copy(
-                "COPY chunks (id, chunk_id, document_id, ord, heading, page_start, page_end, line_start, "
-                "line_end, text, sha256, tokens, terms) FROM STDIN"
-            ) as copy:
-                for rowid, chunk in zip(ids, chunks, strict=True):
-                    length = len(chunk.heading_terms.split()) + len(chunk.body_terms.split())
-                    copy.write_row((
-                        rowid, chunk.chunk_id, doc_id, chunk.ord, chunk.heading, chunk.page_start,
-                        chunk.page_end, chunk.line_start, chunk.line_end, chunk.text, chunk.sha256,
-                        chunk.tokens, length,
-                    ))  # fmt: skip
-            with cur.copy("COPY postings (term, chunk_id, in_heading, in_body, length) FROM STDIN") as copy:
-                for rowid, chunk in zip(ids, chunks, strict=True):
-                    for term, (heading, body, length) in _postings(chunk).items():
-                        copy.write_row((term, rowid, heading, body, length))
+        """Chunks and their postings in one statement (one round trip): measured 2× faster per document
+        than two COPYs, whose start and finish cost more than a document's few hundred rows."""
+        if len({c.ord for c in chunks}) != len(chunks):
+            raise ValueError("chunk ords must be unique within a document")
+        terms: list[str] = []
+        ords: list[int] = []
+        heading_counts: list[int] = []
+        body_counts: list[int] = []
+        lengths: list[int] = []
+        chunk_lengths = []
+        for chunk in chunks:
+            postings = _postings(chunk)
+            length = len(chunk.heading_terms.split()) + len(chunk.body_terms.split())
+            chunk_lengths.append(length)
+            for term, (heading, body) in postings.items():
+                terms.append(term)
+                ords.append(chunk.ord)
+                heading_counts.append(heading)
+                body_counts.append(body)
+                lengths.append(length)
+        conn.execute(
+            """WITH new_chunks AS (
+                INSERT INTO chunks (chunk_id, document_id, ord, heading, page_start, page_end, line_start,
+                                    line_end, text, sha256, tokens, terms)
+                SELECT u.chunk_id, ?, u.ord, u.heading, u.page_start, u.page_end, u.line_start, u.line_end,
+                       u.text, u.sha256, u.tokens, u.terms
+                FROM unnest(CAST(? AS text[]), CAST(? AS int[]), CAST(? AS text[]), CAST(? AS int[]),
+                            CAST(? AS int[]), CAST(? AS int[]), CAST(? AS int[]), CAST(? AS text[]),
+                            CAST(? AS text[]), CAST(? AS int[]), CAST(? AS int[]))
+                     AS u(chunk_id, ord, heading, page_start, page_end, line_start, line_end, text, sha256,
+                          tokens, terms)
+                RETURNING id, ord
+            )
+            INSERT INTO postings (term, chunk_id, in_heading, in_body, length)
+            SELECT p.term, c.id, p.in_heading, p.in_body, p.length
+            FROM unnest(CAST(? AS text[]), CAST(? AS int[]), CAST(? AS smallint[]), CAST(? AS smallint[]),
+                        CAST(? AS int[])) AS p(term, ord, in_heading, in_body, length)
+            JOIN new_chunks c ON c.ord = p.ord""",
+            (
+                doc_id, [c.chunk_id for c in chunks], [c.ord for c in chunks], [c.heading for c in chunks],
+                [c.page_start for c in chunks], [c.page_end for c in chunks], [c.line_start for c in chunks],
+                [c.line_end for c in chunks], [c.text for c in chunks], [c.sha256 for c in chunks],
+                [c.tokens for c in chunks], chunk_lengths, terms, ords, heading_counts, body_counts, lengths,
+            ),
+            binary=True,  # text arrays are escaped element by element: measured 1.8 ms of 6 per document
+        )  # fmt: skip
 
     def _collection_stats(self) -> tuple[int, float]:
         """(chunks, their average length in terms), as FTS5 keeps them, refreshed when the index changes."""
@@ -287,8 +330,6 @@ class PostgresStore(Store):
     def put_vectors(self, items: Sequence[tuple[str, bytes]]) -> None:
         if not items:
             return
-        dim = len(items[0][1]) // 4
-        self._ensure_hnsw(dim)
         rows = [(sha, _vector_text(np.frombuffer(blob, dtype="<f4"))) for sha, blob in items]
         with self.transaction() as conn:
             conn.executemany(
@@ -298,12 +339,17 @@ class PostgresStore(Store):
             )
             self._bump(conn)
 
-    def _ensure_hnsw(self, dim: int) -> None:
-        """An HNSW index for this dimension (inner product: vectors are unit length, so it is the cosine)."""
+    def index_vectors(self, dim: int) -> None:
+        """An HNSW index for this dimension (inner product: vectors are unit length, so it is the cosine).
+
+        Made after the first embedding pass, in one build: measured on SciFact, growing it row by row cost
+        4.6 ms per vector on 2 cores. Later vectors are added to it as they come; until it exists, vector
+        search is an exact scan (correct, slower)."""
         if dim in self._hnsw_dims:
             return
         with self.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (LOCK_NAMESPACE, MIGRATION_LOCK))
+            conn.execute("SET LOCAL maintenance_work_mem = '512MB'")  # the graph fits: a much faster build
             conn.execute(
                 f"CREATE INDEX IF NOT EXISTS embeddings_hnsw_{int(dim)} ON embeddings "
                 f"USING hnsw ((vec::vector({int(dim)})) vector_ip_ops)"
@@ -367,12 +413,10 @@ class PostgresStore(Store):
             self._bump(conn)
 
 
-def _postings(chunk: ChunkRecord) -> dict[str, tuple[int, int, int]]:
-    """term -> (count in heading, count in body, chunk length in terms)."""
-    heading, body = chunk.heading_terms.split(), chunk.body_terms.split()
-    length = len(heading) + len(body)
+def _postings(chunk: ChunkRecord) -> dict[str, tuple[int, int]]:
+    """term -> (count in the heading, count in the body)."""
     counts: dict[str, list[int]] = {}
-    for column, words in ((0, heading), (1, body)):
+    for column, words in ((0, chunk.heading_terms.split()), (1, chunk.body_terms.split())):
         for word in words:
             counts.setdefault(word[:MAX_TERM_CHARS], [0, 0])[column] += 1
-    return {t: (min(h, 32767), min(b, 32767), length) for t, (h, b) in counts.items()}
+    return {t: (min(h, 32767), min(b, 32767)) for t, (h, b) in counts.items()}
