@@ -273,3 +273,24 @@ def test_a_running_index_job_is_alive_while_its_source_lock_is_held(pg_url: str)
     with store.source_lock(src.id):
         assert other.job_alive(job)  # seen from another process, whatever its pid table says
     assert not other.job_alive(job)
+
+
+def test_postgres_builds_an_hnsw_index_after_an_embedding_pass_and_uses_it(pg_url: str) -> None:
+    store = open_store(pg_url)
+    src = store.add_source("folder", "/f", "/f")
+    store.replace_document(src.id, _doc("/f/a.md"), [_chunk(n, f"text {n}") for n in range(50)])
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(50, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store.put_vectors([(f"sha{n}", to_blob(v)) for n, v in enumerate(vectors)])
+    exact = store.nearest(vectors[7], 5)  # no index yet: an exact scan
+    store.index_vectors(8)
+    conn = store._conn()
+    assert conn.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'embeddings_hnsw_8'").fetchone()
+    conn.execute("SET enable_seqscan = off")  # 50 rows: make the planner show it can use the index
+    text = "[" + ",".join(str(float(x)) for x in vectors[7]) + "]"
+    plan = " ".join(r[0] for r in conn.execute(
+        "EXPLAIN SELECT sha256 FROM embeddings ORDER BY (vec::vector(8)) <#> CAST(? AS vector(8)) LIMIT 5", (text,)
+    ).fetchall())  # fmt: skip
+    assert "embeddings_hnsw_8" in plan
+    assert store.nearest(vectors[7], 5)[0][0] == exact[0][0]
