@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from citedocs.answer.citations import check_citations
-from citedocs.answer.llm import LLMClient
+from citedocs.answer.llm import ChatModel, LLMClient
 from citedocs.answer.model import ModelHandle
 from citedocs.answer.service import AnswerFailed, AnswerService, collect
 from citedocs.errors import LLMError
@@ -97,7 +97,7 @@ def score_case(
 
 
 async def _run(
-    app: Citedocs, cases: Sequence[Case], settings: Settings, judge_client: LLMClient | None, use_judge: bool
+    app: Citedocs, cases: Sequence[Case], settings: Settings, judge_client: ChatModel | None, use_judge: bool
 ) -> tuple[dict[str, dict[str, float | None]], dict[str, dict[str, Any]], dict[str, Any]]:
     handle = ModelHandle.from_settings(settings)
     service = AnswerService(app, handle.client, settings)
@@ -114,7 +114,8 @@ async def _run(
     problem = handle.unavailable()
     if problem is not None:
         raise LLMError(problem[1], problem[2])
-    judge = Judge(judge_client or service.llm) if use_judge and (judge_client or service.llm) else None  # type: ignore[arg-type]
+    judge_model = judge_client or service.llm
+    judge = Judge(judge_model) if use_judge and judge_model is not None else None
     per_case: dict[str, dict[str, float | None]] = {}
     details: dict[str, dict[str, Any]] = {}
     unparsed = 0
@@ -153,7 +154,7 @@ def run_answer_eval(
     settings: Settings,
     *,
     run_dir: Path | None = None,
-    judge_client: LLMClient | None = None,
+    judge_client: ChatModel | None = None,
     use_judge: bool = True,
     limit: int | None = None,
     every: int | None = None,

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from citedocs.analysis import terms
-from citedocs.answer.llm import LLMClient
+from citedocs.answer.llm import ChatModel
 
 JUDGE_SYSTEM = (
     "You check whether a passage supports a sentence. Answer with one word: yes or no. "
@@ -67,7 +67,7 @@ def parse_verdict(text: str) -> bool | None:
 
 @dataclass(slots=True)
 class Judge:
-    client: LLMClient
+    client: ChatModel
 
     async def supports(self, sentence: str, passage: str) -> bool | None:
         result = await self.client.complete(judge_messages(sentence, passage), max_tokens=3, temperature=0.0)

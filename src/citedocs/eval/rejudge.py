@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from citedocs.answer.llm import LLMClient
+from citedocs.answer.llm import ChatModel
 from citedocs.eval.answers import judge_answer
 from citedocs.eval.cases import Case
 from citedocs.eval.judge import Judge
@@ -26,7 +26,7 @@ def _labels(hits: list[Any]) -> list[str]:
     return [f"[{i}] {Path(h.path).name} § {h.heading}" for i, h in enumerate(hits, start=1)]
 
 
-async def _rejudge(app: Citedocs, run_dir: Path, cases: dict[str, Case], client: LLMClient) -> dict[str, Any]:
+async def _rejudge(app: Citedocs, run_dir: Path, cases: dict[str, Case], client: ChatModel) -> dict[str, Any]:
     run = read_run(run_dir)
     judge = Judge(client)
     per_case: dict[str, dict[str, float | None]] = {}
@@ -54,7 +54,7 @@ async def _rejudge(app: Citedocs, run_dir: Path, cases: dict[str, Case], client:
 
 
 def rejudge_run(
-    app: Citedocs, run_dir: Path, out_dir: Path, cases: list[Case], client: LLMClient
+    app: Citedocs, run_dir: Path, out_dir: Path, cases: list[Case], client: ChatModel
 ) -> dict[str, Any]:
     result = asyncio.run(_rejudge(app, run_dir, {c.id: c for c in cases}, client))
     meta = {**result["meta"], "rejudged_from": str(run_dir), "rejudge_skipped": result["skipped"]}
