@@ -294,3 +294,20 @@ def test_postgres_builds_an_hnsw_index_after_an_embedding_pass_and_uses_it(pg_ur
     ).fetchall())  # fmt: skip
     assert "embeddings_hnsw_8" in plan
     assert store.nearest(vectors[7], 5)[0][0] == exact[0][0]
+
+
+def test_a_dropped_postgres_connection_is_a_clear_error_then_reconnects(pg_url: str) -> None:
+    import psycopg
+
+    store = open_store(pg_url)
+    src = store.add_source("folder", "/f", "/f")
+    store.replace_document(src.id, _doc("/f/a.md"), [_chunk(1, "alpha")])
+    with psycopg.connect(pg_url, autocommit=True) as admin:  # what a server restart or a failover does
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                      "WHERE datname = current_database() AND pid <> pg_backend_pid()")  # fmt: skip
+    with pytest.raises(StoreError) as info:
+        store.keyword_search(["alpha"], 5)
+    assert "Lost the connection" in info.value.message and "reconnects" in info.value.hint
+    assert len(store.keyword_search(["alpha"], 5)) == 1  # the next request has a new connection
+    store.replace_document(src.id, _doc("/f/b.md"), [_chunk(2, "alpha beta")])
+    assert len(store.keyword_search(["alpha"], 5)) == 2

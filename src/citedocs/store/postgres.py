@@ -68,20 +68,34 @@ def _sql(statement: str, placeholder: str = "%s") -> str:
     return statement.replace("%", "%%").replace("?", placeholder)
 
 
-class _Connection:
-    """A psycopg connection that speaks the shared SQL."""
+def _lost(where: str, exc: Exception) -> StoreError:
+    return StoreError(
+        f"Lost the connection to PostgreSQL at {where}: {str(exc).strip().splitlines()[0] if str(exc) else exc!r}",
+        "Check that the server is up; citedocs reconnects on the next request.",
+    )
 
-    def __init__(self, raw: Any) -> None:
+
+class _Connection:
+    """A psycopg connection that speaks the shared SQL; a dropped connection is a StoreError, not a crash."""
+
+    def __init__(self, raw: Any, where: str) -> None:
         self.raw = raw
+        self.where = where
 
     def execute(self, sql: str, params: Sequence[Any] = (), *, binary: bool = False) -> Any:
         """`binary` sends the parameters in binary form (big arrays: no per-element text escaping)."""
-        return self.raw.execute(_sql(sql, "%b" if binary else "%s"), params)
+        try:
+            return self.raw.execute(_sql(sql, "%b" if binary else "%s"), params)
+        except psycopg.OperationalError as exc:
+            raise _lost(self.where, exc) from None
 
     def executemany(self, sql: str, params: Iterable[Sequence[Any]]) -> Any:
-        with self.raw.cursor() as cur:
-            cur.executemany(_sql(sql), params)
-            return cur
+        try:
+            with self.raw.cursor() as cur:
+                cur.executemany(_sql(sql), params)
+                return cur
+        except psycopg.OperationalError as exc:
+            raise _lost(self.where, exc) from None
 
 
 def _vector_text(vector: np.ndarray) -> str:
@@ -124,16 +138,19 @@ class PostgresStore(Store):
 
     def _conn(self) -> _Connection:
         conn: _Connection | None = getattr(self._local, "conn", None)
-        if conn is None or conn.raw.closed:
-            conn = _Connection(self._connect())
+        if conn is None or conn.raw.closed or conn.raw.broken:
+            conn = _Connection(self._connect(), self.path)
             self._local.conn = conn
         return conn
 
     @contextmanager
     def transaction(self) -> Iterator[_Connection]:
         conn = self._conn()
-        with conn.raw.transaction():
-            yield conn
+        try:
+            with conn.raw.transaction():
+                yield conn
+        except psycopg.OperationalError as exc:  # the commit or rollback of a dropped connection
+            raise _lost(self.path, exc) from None
 
     def close(self) -> None:
         with self._all_lock:
