@@ -188,7 +188,7 @@ def db_size(store: Store, path: Path | None) -> int:
 def measure(store: Store, data: BeirData, qvecs: dict[str, np.ndarray], queries: list[str]) -> dict[str, Any]:
     search = VectorSearch(store)
     t0 = time.perf_counter()
-    search.ready(384)  # SQLite: builds the in-memory matrix; PostgreSQL: counts vectors
+    search.top_k(next(iter(qvecs.values())), 1)  # SQLite: builds the in-memory matrix; PostgreSQL: HNSW
     warm_s = time.perf_counter() - t0
     exact = None
     if not search.native:

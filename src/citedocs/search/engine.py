@@ -145,9 +145,10 @@ class SearchEngine:
                     f"The index was embedded with {stored!r}, not the configured {self.embedder.fingerprint()!r}.",
                     "Run `citedocs reindex --force` to re-embed, or set CITEDOCS_EMBEDDER back.",
                 )
-            if not self.vectors.ready(self.embedder.dim):
+            query_vec = self.embedder.embed_query(query)  # an unreachable embedder fails here, with its note
+            have, total = self.vectors.counts
+            if have == 0:
                 return None, "no vectors yet (embedding runs after indexing); keyword results shown"
-            query_vec = self.embedder.embed_query(query)
         except ModelMismatchError:
             if mode == "semantic":
                 raise
@@ -159,7 +160,6 @@ class SearchEngine:
             if mode == "semantic":
                 raise
             return None, f"semantic search unavailable ({exc.message}); keyword results shown"
-        have, total = self.vectors.counts
         note = None if have >= total else f"embedding in progress ({have}/{total} chunks have vectors)"
         return self.vectors.top_k(query_vec, depth, source_ids=source_ids, formats=formats), note
 
@@ -174,7 +174,7 @@ class SearchEngine:
         if self.embedder is not None:
             try:
                 self.embedder.wait()
-                semantic = self.vectors.ready(self.embedder.dim)
+                semantic = self.vectors.counts[0] > 0
             except EmbedderError as exc:
                 note = f"semantic model unavailable ({exc.message}); keyword similarity shown"
         if semantic and self.embedder is not None:

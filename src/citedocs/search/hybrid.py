@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -11,6 +10,7 @@ import numpy as np
 from citedocs.search.fusion import convex
 from citedocs.search.vectors import VectorMatrix, matrix_from_blobs
 from citedocs.store import Store
+from citedocs.store.base import GenerationCached
 
 CANDIDATES = 100  # per list before fusion (the depth the fusion study tuned on; see docs/embedders.md)
 SEMANTIC_WEIGHT = 0.5  # tuned on SciFact train queries, confirmed on SciFact test and claude-docs
@@ -28,7 +28,6 @@ class VectorCache:
         self._lock = threading.Lock()
         self._generation = -1
         self._matrix: VectorMatrix | None = None
-        self.counts = (0, 0)  # (chunks with a vector, all chunks) at the cached generation
 
     def matrix(self, dim: int) -> VectorMatrix | None:
         with self._lock:
@@ -36,45 +35,24 @@ class VectorCache:
             if changed or self._matrix is None:
                 ids, blobs = self.store.all_vectors()
                 self._matrix = VectorMatrix(ids, matrix_from_blobs(blobs, dim)) if ids else None
-                self.counts = self.store.vector_counts()
                 self._generation = generation
             return self._matrix
 
 
 class VectorSearch:
     """Nearest chunks to a vector: the store's own index where it has one (PostgreSQL's HNSW), else the
-    in-memory matrix. Vector counts are cached per index generation (at most `COUNTS_MAX_AGE_S` stale
-    while a large index is being written: counting 500k chunks takes longer than a query)."""
-
-    COUNTS_MAX_AGE_S = 5.0
+    in-memory matrix."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.native = store.native_vector_search
         self.cache = VectorCache(store)
-        self._lock = threading.Lock()
-        self._counted: tuple[int, float] | None = None  # (generation, monotonic time)
-        self._counts = (0, 0)
+        self._counts = GenerationCached(store, store.vector_counts, large=lambda counts: counts[1] >= 10_000)
 
     @property
     def counts(self) -> tuple[int, int]:
-        """(chunks with a vector, all chunks)."""
-        with self._lock:
-            now = time.monotonic()
-            seen = self._counted
-            changed, generation = self.store.changed_since(seen[0] if seen else -1)
-            if seen is None or (
-                changed and (self._counts[1] < 10_000 or now - seen[1] > self.COUNTS_MAX_AGE_S)
-            ):
-                self._counts = self.store.vector_counts()
-                self._counted = (generation, now)
-            return self._counts
-
-    def ready(self, dim: int) -> bool:
-        """Whether there are vectors to search (loads the matrix for in-memory search)."""
-        if self.native:
-            return self.counts[0] > 0
-        return self.cache.matrix(dim) is not None
+        """(chunks with a vector, all chunks), cached per index generation."""
+        return self._counts.get()
 
     def top_k(
         self,

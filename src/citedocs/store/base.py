@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -440,11 +441,6 @@ def _document(row: Any) -> DocumentRecord:
     )
 
 
-def iter_batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def pid_alive(pid: int) -> bool:
     if pid == os.getpid():
         return True
@@ -455,3 +451,32 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+T = TypeVar("T")
+
+
+class GenerationCached(Generic[T]):
+    """A value derived from the index, recomputed when any process changes it (the store's generation).
+    While a large index is being written (`large(value)`), at most every `max_age_s`: recounting 500k chunks
+    costs more than the query that needs the count."""
+
+    def __init__(
+        self, store: Store, compute: Callable[[], T], large: Callable[[T], bool], max_age_s: float = 5.0
+    ) -> None:
+        self._store = store
+        self._compute = compute
+        self._large = large
+        self._max_age_s = max_age_s
+        self._lock = threading.Lock()
+        self._seen: tuple[int, float, T] | None = None  # (generation, monotonic time, value)
+
+    def get(self) -> T:
+        with self._lock:
+            now = time.monotonic()
+            seen = self._seen
+            changed, generation = self._store.changed_since(seen[0] if seen else -1)
+            if seen is None or (changed and (not self._large(seen[2]) or now - seen[1] > self._max_age_s)):
+                seen = (generation, now, self._compute())
+                self._seen = seen
+            return seen[2]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
@@ -23,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from citedocs.errors import StoreError
-from citedocs.store.base import Store, placeholders
+from citedocs.store.base import GenerationCached, Store, placeholders
 from citedocs.store.records import ChunkRecord, Job
 
 try:
@@ -34,7 +33,6 @@ except ImportError:  # pragma: no cover - exercised only where the extra is miss
 LOCK_NAMESPACE = 0x63697465  # "cite": first key of every advisory lock citedocs takes
 MIGRATION_LOCK = 0
 MAX_TERM_CHARS = 200  # a btree entry must stay under ~2.7 kB; longer "terms" are base64 and such
-STATS_MAX_AGE_S = 5.0  # N and average length may be this stale while a large index is being written
 _K1, _B = 1.2, 0.75  # FTS5's bm25() constants
 
 
@@ -114,7 +112,7 @@ class PostgresStore(Store):
         self._local = threading.local()
         self._all: list[Any] = []
         self._all_lock = threading.Lock()
-        self._stats: tuple[int, float, int, float] | None = None  # (N, avg length, generation, when)
+        self._stats = GenerationCached(self, self._collection_stats, large=lambda stats: stats[0] >= 10_000)
         self._hnsw_dims: set[int] = set()
         self._migrate()
         self.generation = self._generation_now()
@@ -275,15 +273,9 @@ class PostgresStore(Store):
         )  # fmt: skip
 
     def _collection_stats(self) -> tuple[int, float]:
-        """(chunks, their average length in terms), as FTS5 keeps them, refreshed when the index changes."""
-        now = time.monotonic()
-        changed, generation = self.changed_since(self._stats[2] if self._stats else -1)
-        stats = self._stats
-        if stats is None or (changed and (stats[0] < 10_000 or now - stats[3] > STATS_MAX_AGE_S)):
-            row = self._conn().execute("SELECT COUNT(*), AVG(terms) FROM chunks").fetchone()
-            stats = (int(row[0]), float(row[1] or 0.0), generation, now)
-            self._stats = stats
-        return stats[0], stats[1]
+        """(chunks, their average length in terms), as FTS5 keeps them."""
+        row = self._conn().execute("SELECT COUNT(*), AVG(terms) FROM chunks").fetchone()
+        return int(row[0]), float(row[1] or 0.0)
 
     def keyword_search(
         self,
@@ -297,7 +289,7 @@ class PostgresStore(Store):
         wanted = sorted({t[:MAX_TERM_CHARS] for t in terms if t})
         if not wanted:
             return []
-        total, avg_length = self._collection_stats()
+        total, avg_length = self._stats.get()
         if total == 0:
             return []
         sql = f"""
