@@ -216,7 +216,8 @@ class PostgresStore(Store):
         row = (
             self._conn()
             .execute(
-                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = ? AND objid = ? AND granted",
+                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = ? AND objid = ? AND granted "
+                "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
                 (LOCK_NAMESPACE, job.source_id),
             )
             .fetchone()
