@@ -53,6 +53,18 @@ def placeholders(values: Sequence[Any]) -> str:
     return ",".join("?" * len(values))
 
 
+def document_filter(source_ids: Sequence[int] | None, formats: Sequence[str] | None) -> tuple[str, list[Any]]:
+    """` AND …` conditions on documents `d` keeping only these sources and file formats, and their arguments."""
+    sql, args = "", list[Any]()
+    if source_ids is not None:
+        sql += f" AND d.source_id IN ({placeholders(source_ids)})"
+        args.extend(source_ids)
+    if formats is not None:
+        sql += f" AND d.format IN ({placeholders(formats)})"
+        args.extend(formats)
+    return sql, args
+
+
 class Store(ABC):
     """Narrow storage interface: sources, documents, chunks, keyword and vector ranking, jobs, meta."""
 
@@ -162,17 +174,13 @@ class Store(ABC):
     def add_source(
         self, kind: SourceKind, name: str, uri: str, options: dict[str, Any] | None = None
     ) -> Source:
-        if self.find_source(name) is not None:
-            raise StoreError(
-                f"{name} is already registered.", "Use `citedocs reindex` to refresh it instead."
-            )
         with self.transaction() as conn:
             row = conn.execute(
                 "INSERT INTO sources (kind, name, uri, options, created) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (name) DO NOTHING RETURNING id",
                 (kind, name, uri, json.dumps(options or {}), time.time()),
             ).fetchone()
-        if row is None:  # registered by another process between the check and the insert
+        if row is None:  # the name is taken: ON CONFLICT DO NOTHING inserted nothing
             raise StoreError(
                 f"{name} is already registered.", "Use `citedocs reindex` to refresh it instead."
             )
@@ -341,14 +349,8 @@ class Store(ABC):
         return [StoredChunk(**dict(r)) for r in rows]
 
     def rowids_matching(self, source_ids: Sequence[int] | None, formats: Sequence[str] | None) -> list[int]:
-        sql = "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id WHERE 1 = 1"
-        args: list[Any] = []
-        if source_ids is not None:
-            sql += f" AND d.source_id IN ({placeholders(source_ids)})"
-            args.extend(source_ids)
-        if formats is not None:
-            sql += f" AND d.format IN ({placeholders(formats)})"
-            args.extend(formats)
+        where, args = document_filter(source_ids, formats)
+        sql = "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id WHERE 1 = 1" + where
         return [int(r[0]) for r in self._conn().execute(sql, args).fetchall()]
 
     def document_rowids(self, document_id: int) -> list[int]:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from citedocs.errors import StoreError
-from citedocs.store.base import GenerationCached, Store, placeholders
+from citedocs.store.base import GenerationCached, Store, document_filter
 from citedocs.store.records import ChunkRecord, Job
 
 try:
@@ -305,17 +305,12 @@ class PostgresStore(Store):
                 FROM p JOIN df USING (term) GROUP BY p.chunk_id
             )
             SELECT s.chunk_id, s.score FROM scored s"""
-        args: list[Any] = [float(heading_weight), wanted, total, max(avg_length, 1e-9)]
-        if source_ids is not None or formats is not None:
+        where, filter_args = document_filter(source_ids, formats)
+        if where:
             sql += " JOIN chunks c ON c.id = s.chunk_id JOIN documents d ON d.id = c.document_id WHERE 1 = 1"
-            if source_ids is not None:
-                sql += f" AND d.source_id IN ({placeholders(source_ids)})"
-                args.extend(source_ids)
-            if formats is not None:
-                sql += f" AND d.format IN ({placeholders(formats)})"
-                args.extend(formats)
-        sql += " ORDER BY s.score DESC, s.chunk_id LIMIT ?"
-        rows = self._conn().execute(sql, (*args, k)).fetchall()
+        sql += where + " ORDER BY s.score DESC, s.chunk_id LIMIT ?"
+        args = [float(heading_weight), wanted, total, max(avg_length, 1e-9), *filter_args, k]
+        rows = self._conn().execute(sql, args).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def term_document_counts(self, terms: Sequence[str]) -> dict[str, int]:
@@ -402,18 +397,14 @@ class PostgresStore(Store):
                 (text, text, k, k),
             ).fetchall()
             return [(int(r[0]), float(r[1])) for r in rows]
+        where, filter_args = document_filter(source_ids, formats)
         sql = (
             "SELECT c.id, -(e.vec <#> CAST(? AS vector)) AS score FROM chunks c "
             "JOIN documents d ON d.id = c.document_id JOIN embeddings e ON e.sha256 = c.sha256 WHERE 1 = 1"
         )
-        args: list[Any] = [text]
-        if source_ids is not None:
-            sql += f" AND d.source_id IN ({placeholders(source_ids)})"
-            args.extend(source_ids)
-        if formats is not None:
-            sql += f" AND d.format IN ({placeholders(formats)})"
-            args.extend(formats)
-        rows = conn.execute(sql + " ORDER BY score DESC, c.id LIMIT ?", (*args, k)).fetchall()
+        rows = conn.execute(
+            sql + where + " ORDER BY score DESC, c.id LIMIT ?", (text, *filter_args, k)
+        ).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def clear_vectors(self) -> None:

@@ -11,11 +11,10 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from citedocs.analysis import fts_match
 from citedocs.errors import StoreError
-from citedocs.store.base import Connection, Store, placeholders
+from citedocs.store.base import Connection, Store, document_filter, placeholders
 from citedocs.store.migrate import migrate
 from citedocs.store.records import ChunkRecord
 
@@ -105,18 +104,10 @@ class SQLiteStore(Store):
         if not terms:
             return []
         sql = f"SELECT f.rowid, -bm25(chunks_fts, {float(heading_weight)}, 1.0) AS score FROM chunks_fts f"
-        args: list[Any] = []
-        filters = []
-        if source_ids is not None or formats is not None:
+        where, args = document_filter(source_ids, formats)
+        if where:
             sql += " JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.document_id"
-            if source_ids is not None:
-                filters.append(f"d.source_id IN ({placeholders(source_ids)})")
-                args.extend(source_ids)
-            if formats is not None:
-                filters.append(f"d.format IN ({placeholders(formats)})")
-                args.extend(formats)
-        sql += " WHERE chunks_fts MATCH ?" + "".join(f" AND {f}" for f in filters)
-        sql += " ORDER BY bm25(chunks_fts, ?, 1.0) LIMIT ?"
+        sql += " WHERE chunks_fts MATCH ?" + where + " ORDER BY bm25(chunks_fts, ?, 1.0) LIMIT ?"
         try:
             rows = self._conn().execute(sql, (fts_match(list(terms)), *args, heading_weight, k)).fetchall()
         except sqlite3.OperationalError as exc:
