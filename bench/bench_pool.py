@@ -18,7 +18,6 @@ import csv
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,13 +30,9 @@ from typing import Any
 import httpx
 from _env import SHARED_DATA, header, print_header
 
+from citedocs.answer.llama import free_port
+
 REPO = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 300) -> None:

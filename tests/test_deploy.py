@@ -14,7 +14,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ import pytest
 from citedocs.answer.llama import CTX_PER_SLOT, free_port
 from citedocs.api.app import router
 from citedocs.settings import Settings
+from fakes.live_server import live_process
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "Dockerfile"
@@ -359,27 +359,9 @@ def healthcheck(env: dict[str, str]) -> int:
 def replica(env: dict[str, str], log: Path) -> Iterator[str]:
     """The image's entry command as a subprocess; yields its base URL once /healthz answers 200."""
     url = f"http://127.0.0.1:{env['CITEDOCS_PORT']}"
-    with log.open("w", encoding="utf-8") as out:
-        proc = subprocess.Popen(entry_command(), env=env, cwd=log.parent, stdout=out, stderr=out)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, f"exited {proc.returncode}: {log.read_text(encoding='utf-8')}"
-            try:
-                assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, f"no answer in 120 s: {log.read_text(encoding='utf-8')}"
-                time.sleep(0.2)
+    with live_process(entry_command(), env, log, url) as proc:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            code = proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-            raise
+    code = proc.returncode
     # uvicorn shuts down, then re-raises the signal it caught (0.29+); as a container's PID 1 that exits 0
     assert code in (0, -signal.SIGTERM), (
         f"docker stop's SIGTERM gave {code}: {log.read_text(encoding='utf-8')}"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,41 +18,21 @@ import httpx
 import pytest
 from mcp.client import Client
 
+from citedocs.answer.llama import free_port
+from fakes.live_server import live_process
 from fakes.openai_server import FakeOpenAI, Reply
 
 QUERIES = ["nightly backups rotate", "certificates renew early", "daemon port", "zeppelin"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.contextmanager
 def serve(env: dict[str, str], log: Path) -> Iterator[str]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    with log.open("w", encoding="utf-8") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "citedocs", "serve", "--port", str(port)], env=env,
-                                cwd=log.parent, stdout=out, stderr=out)  # fmt: skip
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, log.read_text(encoding="utf-8")
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{url}/healthz", timeout=5).status_code == 200:
-                    break
-            assert time.monotonic() < deadline, log.read_text(encoding="utf-8")
-            time.sleep(0.2)
+    with live_process(
+        [sys.executable, "-m", "citedocs", "serve", "--port", str(port)], env, log, url, timeout=90
+    ):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
 
 
 def hits(url: str, query: str) -> list[tuple[str, str, float]]:
