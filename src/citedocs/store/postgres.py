@@ -79,6 +79,7 @@ class _Connection:
     def __init__(self, raw: Any, where: str) -> None:
         self.raw = raw
         self.where = where
+        self.ef_search = 0  # hnsw.ef_search as last set on this session (0: the server's default)
 
     def execute(self, sql: str, params: Sequence[Any] = (), *, binary: bool = False) -> Any:
         """`binary` sends the parameters in binary form (big arrays: no per-element text escaping)."""
@@ -237,8 +238,7 @@ class PostgresStore(Store):
         lengths: list[int] = []
         chunk_lengths = []
         for chunk in chunks:
-            postings = _postings(chunk)
-            length = len(chunk.heading_terms.split()) + len(chunk.body_terms.split())
+            postings, length = _postings(chunk)
             chunk_lengths.append(length)
             for term, (heading, body) in postings.items():
                 terms.append(term)
@@ -389,7 +389,10 @@ class PostgresStore(Store):
         text = _vector_text(query)
         conn = self._conn()
         if source_ids is None and formats is None:
-            conn.execute(f"SET hnsw.ef_search = {max(40, min(1000, 2 * k))}")
+            ef_search = max(40, min(1000, 2 * k))
+            if conn.ef_search != ef_search:  # a session setting: one round trip per connection, not per query
+                conn.execute(f"SET hnsw.ef_search = {ef_search}")
+                conn.ef_search = ef_search
             rows = conn.execute(
                 f"WITH nn AS (SELECT sha256, (vec::vector({dim})) <#> CAST(? AS vector({dim})) AS d "
                 f"FROM embeddings ORDER BY (vec::vector({dim})) <#> CAST(? AS vector({dim})) LIMIT ?) "
@@ -414,10 +417,11 @@ class PostgresStore(Store):
             self._bump(conn)
 
 
-def _postings(chunk: ChunkRecord) -> dict[str, tuple[int, int]]:
-    """term -> (count in the heading, count in the body)."""
+def _postings(chunk: ChunkRecord) -> tuple[dict[str, tuple[int, int]], int]:
+    """term -> (count in the heading, count in the body), and the chunk's length in terms."""
+    heading, body = chunk.heading_terms.split(), chunk.body_terms.split()
     counts: dict[str, list[int]] = {}
-    for column, words in ((0, chunk.heading_terms.split()), (1, chunk.body_terms.split())):
+    for column, words in ((0, heading), (1, body)):
         for word in words:
             counts.setdefault(word[:MAX_TERM_CHARS], [0, 0])[column] += 1
-    return {t: (min(h, 32767), min(b, 32767)) for t, (h, b) in counts.items()}
+    return {t: (min(h, 32767), min(b, 32767)) for t, (h, b) in counts.items()}, len(heading) + len(body)
