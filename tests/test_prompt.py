@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from citedocs.answer.prompt import REFUSAL_SENTENCE, build_messages, neutralize
+from citedocs.answer.prompt import REFUSAL_SENTENCE, build_messages, neutralize, without_repeats
 from citedocs.errors import InputError
 from citedocs.hits import Hit
 
@@ -75,3 +75,26 @@ def test_no_passages_still_builds_a_prompt() -> None:
 def test_a_bad_fence_is_refused() -> None:
     with pytest.raises(InputError):
         build_messages("q", [hit("a")], fence="a>>>b")
+
+
+def test_lines_a_passage_already_said_are_not_repeated_to_the_model() -> None:
+    text = (
+        "Claude decides to use a tool\n"
+        "Claude assesses if any tools can help.\n"
+        "Python\n"
+        "Python\n"
+        "Claude decides to use a tool Claude assesses if any tools can help.\n"
+        "claude assesses if ANY tools can help\n"
+        "The API response has a stop_reason of tool_use."
+    )
+    kept = without_repeats(text).splitlines()
+    assert kept == [
+        "Claude decides to use a tool",
+        "Claude assesses if any tools can help.",
+        "Python",
+        "Python",
+        "The API response has a stop_reason of tool_use.",
+    ]
+    messages, _ = build_messages("q?", [hit(text)])
+    assert messages[-1]["content"].count("Claude assesses if any tools can help") == 1
+    assert without_repeats("") == ""

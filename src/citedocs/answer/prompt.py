@@ -58,11 +58,36 @@ def source_label(hit: Hit) -> str:
     return " · ".join(parts)
 
 
+# A line shorter than this (normalised) is kept even when repeated: "Python", "1.", table cells.
+MIN_REPEAT_CHARS = 12
+_NOT_WORD_RE = re.compile(r"\W+")
+
+
+def without_repeats(text: str) -> str:
+    """`text` without the lines it has already said (compared without case, spaces or punctuation).
+
+    Scraped documentation repeats itself: a tabbed code sample rendered once per tab, a list of steps followed
+    by the same steps run together as a paragraph (a line that repeats earlier lines run together goes too).
+    Over the top-5 passages of the 60 claude-docs questions this removes 23% of the characters (289,002 to
+    222,078) and nothing the passage had not already said. Citations are still checked against the whole
+    passage.
+    """
+    said = ""
+    kept = []
+    for line in text.splitlines():
+        key = _NOT_WORD_RE.sub("", line.lower())
+        if len(key) >= MIN_REPEAT_CHARS and key in said:
+            continue
+        said += key
+        kept.append(line)
+    return "\n".join(kept)
+
+
 def format_sources(passages: Sequence[Hit], fence: str) -> str:
     blocks = []
     for n, hit in enumerate(passages, start=1):
         label = _one_line(source_label(hit), fence)
-        body = neutralize(hit.text, fence).strip()
+        body = neutralize(without_repeats(hit.text), fence).strip()
         blocks.append(f"<<<SOURCE [{n}] {fence}>>> {label}\n{body}\n<<<END SOURCE [{n}] {fence}>>>")
     return "\n\n".join(blocks)
 

@@ -8,11 +8,13 @@ not used. A stronger judge is one `--judge-base-url` away.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
 from citedocs.analysis import terms
 from citedocs.answer.llm import ChatModel
+from citedocs.answer.sentences import strip_markers
 
 JUDGE_SYSTEM = (
     "You check whether a passage supports a sentence. Answer with one word: yes or no. "
@@ -45,6 +47,35 @@ def relevant_window(passage: str, sentence: str, width: int = WINDOW_CHARS) -> s
     return passage[best_start : best_start + width]
 
 
+# A sentence is the passage's own words when runs of at least COPY_RUN tokens, in the passage's order, cover
+# COPY_SHARE of its tokens and the tokens left over hold no number and no negation ("not" flips a copied claim).
+COPY_RUN = 4
+COPY_SHARE = 0.9
+_TOKEN = re.compile(r"\w+")
+_NEGATIONS = frozenset({"not", "no", "never", "nor", "without", "cannot", "t", "none", "neither"})
+
+
+def copied_from(sentence: str, passage: str) -> bool:
+    """True when the sentence restates the passage in the passage's own words, which needs no model to judge.
+
+    Measured on the hand-graded pairs: the 1.5B judge said "no" to sentences copied from their passage
+    (e.g. "Temporary credentials can be used with aws_session_token." beside that very line).
+    """
+    said = [t.lower() for t in _TOKEN.findall(strip_markers(sentence))]
+    if len(said) < COPY_RUN:
+        return False
+    source = [t.lower() for t in _TOKEN.findall(passage)]
+    covered = [False] * len(said)
+    matcher = difflib.SequenceMatcher(None, said, source, autojunk=False)
+    for block in matcher.get_matching_blocks():
+        if block.size >= COPY_RUN:
+            covered[block.a : block.a + block.size] = [True] * block.size
+    left = [t for t, done in zip(said, covered, strict=True) if not done]
+    if len(left) > (1 - COPY_SHARE) * len(said):
+        return False
+    return not any(t in _NEGATIONS or any(c.isdigit() for c in t) for t in left)
+
+
 def judge_messages(sentence: str, passage: str) -> list[dict[str, str]]:
     window = relevant_window(passage, sentence)
     return [
@@ -70,5 +101,7 @@ class Judge:
     client: ChatModel
 
     async def supports(self, sentence: str, passage: str) -> bool | None:
+        if copied_from(sentence, passage):
+            return True
         result = await self.client.complete(judge_messages(sentence, passage), max_tokens=3, temperature=0.0)
         return parse_verdict(result.text)
