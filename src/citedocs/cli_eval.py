@@ -150,6 +150,26 @@ def eval_rejudge(
         out.print(" · ".join(f"{k}: {v}" for k, v in result.items()))
 
 
+@eval_app.command("hand-score")
+def eval_hand_score(
+    run_dir: Annotated[Path, typer.Argument(help="A judged answer run (with judged-pairs.jsonl).")],
+    grades: Annotated[Path, typer.Option("--grades", help="Hand-graded pairs (JSONL).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Where to write the hand-scored run.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Citation precision and faithfulness from hand grades instead of the judge (graded cases only)."""
+    import json
+
+    from citedocs.eval.rejudge import hand_score
+
+    graded = [json.loads(line) for line in grades.read_text(encoding="utf-8").splitlines() if line.strip()]
+    result = run(lambda: hand_score(run_dir, out_dir, graded))
+    if as_json:
+        print_json(result)
+    else:
+        out.print(" · ".join(f"{k}: {v}" for k, v in result.items()))
+
+
 @eval_app.command("check")
 def eval_check(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `citedocs eval … --run-dir`.")],

@@ -30,7 +30,7 @@ from citedocs.eval.metrics import (
     key_fact_recall,
     wrong_refusal,
 )
-from citedocs.eval.runs import run_meta, write_run
+from citedocs.eval.runs import run_meta, write_pairs, write_run
 from citedocs.hits import Hit
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
@@ -97,7 +97,12 @@ def score_case(
 
 
 async def _run(
-    app: Citedocs, cases: Sequence[Case], settings: Settings, judge_client: ChatModel | None, use_judge: bool
+    app: Citedocs,
+    cases: Sequence[Case],
+    settings: Settings,
+    judge_client: ChatModel | None,
+    use_judge: bool,
+    pairs: list[dict[str, Any]],
 ) -> tuple[dict[str, dict[str, float | None]], dict[str, dict[str, Any]], dict[str, Any]]:
     handle = ModelHandle.from_settings(settings)
     service = AnswerService(app, handle.client, settings)
@@ -131,7 +136,9 @@ async def _run(
                 continue
             judgements = None
             if judge is not None and case.answerable and not data.get("refused"):
-                judgements, bad = await judge_answer(judge, data["answer"], prepared.hits)
+                judgements, bad = await judge_answer(
+                    judge, data["answer"], prepared.hits, pairs=pairs, case_id=case.id
+                )
                 unparsed += bad
             per_case[case.id] = {**score_case(case, data, judgements), "answer_error": 0.0}
             details[case.id] = {
@@ -163,6 +170,7 @@ def run_answer_eval(
     """`index_db` keeps the corpus index between runs (reindexing is then a no-op); else a throwaway one."""
     import tempfile
 
+    pairs: list[dict[str, Any]] = []
     chosen = sample_cases(cases, every) if every and every > 1 else list(cases)
     chosen = chosen[:limit] if limit else chosen
     with tempfile.TemporaryDirectory(prefix="citedocs-eval-") as tmp:
@@ -172,11 +180,15 @@ def run_answer_eval(
             source = app.add_folder(corpus)
             app.index(source.name)
             app.wait_for_embeddings()
-            per_case, details, extra = asyncio.run(_run(app, chosen, settings, judge_client, use_judge))
+            per_case, details, extra = asyncio.run(
+                _run(app, chosen, settings, judge_client, use_judge, pairs)
+            )
         finally:
             app.close()
     meta = run_meta(chosen, settings.model_dump(mode="json"), kind="answer", corpus=str(corpus), **extra)
     if run_dir is not None:
         write_run(run_dir, per_case, meta, details)
+        if pairs:
+            write_pairs(run_dir, pairs)
     return {"kind": "answer", "cases": len(per_case), **extra, **summarize(columns(per_case)),
             "run_dir": str(run_dir) if run_dir else None}  # fmt: skip

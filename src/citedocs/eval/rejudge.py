@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from citedocs.answer.llm import ChatModel
+from citedocs.errors import InputError
 from citedocs.eval.answers import judge_answer
 from citedocs.eval.cases import Case
 from citedocs.eval.judge import Judge
 from citedocs.eval.metrics import citation_precision, faithfulness
-from citedocs.eval.runs import read_run, write_run
+from citedocs.eval.runs import read_run, write_pairs, write_run
 from citedocs.service import Citedocs
 
 
@@ -61,9 +62,7 @@ def rejudge_run(
     if out_dir.exists():
         shutil.rmtree(out_dir)
     write_run(out_dir, result["per_case"], meta, result["details"])
-    (out_dir / "judged-pairs.jsonl").write_text(
-        "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in result["pairs"]), encoding="utf-8"
-    )
+    write_pairs(out_dir, result["pairs"])
     return {"pairs": len(result["pairs"]), "skipped": result["skipped"]}
 
 
@@ -85,3 +84,49 @@ def judge_agreement(judged: list[dict[str, Any]], graded: list[dict[str, Any]]) 
     kappa = (agree - chance) / (1 - chance) if chance < 1 else 1.0
     return {"pairs": n, "agreement": round(agree, 3), "kappa": round(kappa, 3),
             "judge_precision": round(judge_yes, 3), "human_precision": round(human_yes, 3)}  # fmt: skip
+
+
+def hand_score(run_dir: Path, out_dir: Path, graded: list[dict[str, Any]]) -> dict[str, int]:
+    """The run's citation precision and faithfulness with hand grades in place of the judge's verdicts.
+
+    Reads the run's judged pairs (written by `eval answer` or `eval rejudge`) in the order the judge saw them;
+    a case with any pair left ungraded gets no value (never a guess), so the summary covers graded cases only.
+    """
+    run = read_run(run_dir)
+    grades = {(g["case"], g["sentence"], g["n"]): bool(g["supported"]) for g in graded}
+    by_case: dict[str, list[dict[str, Any]]] = {}
+    for line in (run_dir / "judged-pairs.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            pair = json.loads(line)
+            by_case.setdefault(pair["case"], []).append(pair)
+    per_case: dict[str, dict[str, float | None]] = {}
+    counts = {"graded_cases": 0, "ungraded_cases": 0}
+    for case_id, metrics in run.per_case.items():
+        metrics = dict(metrics)
+        judgements = run.details.get(case_id, {}).get("judgements")
+        if judgements is not None:
+            pairs = iter(by_case.get(case_id, []))
+            verdicts = [[grades.get((case_id, p["sentence"], p["n"])) for p in pairs_of(pairs, len(row))]
+                        for row in judgements]  # fmt: skip
+            complete = all(v is not None for row in verdicts for v in row)
+            hand = [[bool(v) for v in row] for row in verdicts]
+            metrics["citation_precision"] = citation_precision(hand) if complete else None
+            metrics["faithfulness"] = faithfulness(hand) if complete else None
+            counts["graded_cases" if complete else "ungraded_cases"] += 1
+        per_case[case_id] = metrics
+    meta = {**run.meta, "hand_scored_from": str(run_dir)}
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    write_run(out_dir, per_case, meta, run.details)
+    return counts
+
+
+def pairs_of(pairs: Any, count: int) -> list[dict[str, Any]]:
+    """The next `count` pairs; a run whose pairs file is shorter than its judgements is damaged."""
+    taken = [pair for _, pair in zip(range(count), pairs, strict=False)]
+    if len(taken) != count:
+        raise InputError(
+            "The run's judged-pairs.jsonl does not match its judgements.",
+            "Judge the run again (eval rejudge).",
+        )
+    return taken

@@ -23,7 +23,7 @@ from citedocs.errors import InputError, NotFoundError
 from citedocs.eval.bootstrap import columns, summarize
 from citedocs.eval.cases import Case, cases_digest
 
-__all__ = ["Run", "read_run", "run_meta", "write_run"]
+__all__ = ["Run", "read_run", "run_meta", "write_pairs", "write_run"]
 
 _SECRET_ENDINGS = ("key", "token", "secret", "password")
 
@@ -93,6 +93,13 @@ def write_run(
             if details and case_id in details:
                 record["detail"] = dict(details[case_id])
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return path
+
+
+def write_pairs(run_dir: str | Path, pairs: Sequence[Mapping[str, Any]]) -> Path:
+    """`judged-pairs.jsonl`: every (case, sentence, n, supported) verdict, in the order the judge gave them."""
+    path = Path(run_dir) / "judged-pairs.jsonl"
+    path.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs), encoding="utf-8")
     return path
 
 

@@ -1,0 +1,83 @@
+"""`citedocs eval answer` and `eval hand-score` as a user runs them: a real subprocess, a real index, a scripted
+OpenAI-compatible server on a real socket answering both the questions and the judge."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from citedocs.answer.prompt import REFUSAL_SENTENCE
+from fakes.openai_server import FakeOpenAI, RecordedRequest, Reply
+
+COPIED = "The server listens on port 8765 by default [1]."
+INVENTED = "It is the fastest port in the world [1]."
+
+
+def _corpus(root: Path) -> tuple[Path, Path]:
+    docs = root / "docs"
+    docs.mkdir()
+    (docs / "setup.md").write_text(
+        "# Setup\n\n## Port\n\nThe server listens on port 8765 by default. Change it with --port.\n\n"
+        "## Logs\n\nLogs go to stderr unless --log-file names a file.\n",
+        encoding="utf-8",
+    )
+    cases = root / "cases.jsonl"
+    rows = [
+        {"id": "port", "question": "Which port does the server listen on by default?", "key_facts": ["8765"],
+         "evidence": [{"file": "docs/setup.md", "heading": "Port"}]},
+        {"id": "db", "kind": "unanswerable", "question": "Which database does the server use for logs?"},
+    ]  # fmt: skip
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return docs, cases
+
+
+def _respond(request: RecordedRequest) -> Reply:
+    prompt = json.dumps(request.body)
+    if not request.body.get("stream"):  # the judge: one word
+        return Reply(tokens=["yes" if "fastest" not in prompt else "no"])
+    if "database" in prompt:
+        return Reply(tokens=[REFUSAL_SENTENCE])
+    return Reply(tokens=[COPIED, " ", INVENTED])
+
+
+def _cli(*args: str, base_url: str, cwd: Path) -> dict:  # type: ignore[type-arg]
+    env = {**os.environ, "CITEDOCS_LLM_BASE_URL": base_url, "CITEDOCS_EMBEDDER": "none",
+           "CITEDOCS_DB": str(cwd / "unused.db")}  # fmt: skip
+    proc = subprocess.run([sys.executable, "-m", "citedocs", "eval", *args, "--json"], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=120, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def test_eval_answer_scores_judges_and_keeps_every_verdict(tmp_path: Path) -> None:
+    docs, cases = _corpus(tmp_path)
+    run_dir = tmp_path / "run"
+    with FakeOpenAI(responder=_respond) as server:
+        result = _cli("answer", "--corpus", str(docs), "--cases", str(cases), "--run-dir", str(run_dir),
+                      base_url=server.base_url, cwd=tmp_path)  # fmt: skip
+        judge_calls = [r for r in server.chat_requests if not r.body.get("stream")]
+    assert result["key_fact_recall"]["mean"] == 1.0
+    assert result["correct_refusal"]["mean"] == 1.0
+    # The copied sentence is supported without a model call; the invented one went to the judge, which said no.
+    assert len(judge_calls) == 1 and "fastest" in json.dumps(judge_calls[0].body)
+    assert result["citation_precision"]["mean"] == 0.5 and result["faithfulness"]["mean"] == 0.5
+    pairs = [json.loads(line) for line in (run_dir / "judged-pairs.jsonl").read_text().splitlines()]
+    assert [(p["case"], p["n"], p["supported"]) for p in pairs] == [("port", 1, True), ("port", 1, False)]
+
+    grades = tmp_path / "grades.jsonl"
+    grades.write_text(json.dumps({**pairs[0], "supported": True, "note": ""}) + "\n", encoding="utf-8")
+    hand_dir = tmp_path / "hand"
+    partial = _cli("hand-score", str(run_dir), "--grades", str(grades), "--out", str(hand_dir),
+                   base_url=server.base_url, cwd=tmp_path)  # fmt: skip
+    assert partial == {"graded_cases": 0, "ungraded_cases": 1}  # one pair ungraded: no value, never a guess
+    with grades.open("a", encoding="utf-8") as out:
+        out.write(json.dumps({**pairs[1], "supported": True, "note": ""}) + "\n")
+    full = _cli("hand-score", str(run_dir), "--grades", str(grades), "--out", str(hand_dir),
+                base_url=server.base_url, cwd=tmp_path)  # fmt: skip
+    assert full == {"graded_cases": 1, "ungraded_cases": 0}
+    summary = json.loads((hand_dir / "summary.json").read_text())
+    assert summary["metrics"]["citation_precision"]["mean"] == 1.0
+    assert summary["metrics"]["key_fact_recall"]["mean"] == 1.0  # the other metrics are the run's own
