@@ -1,21 +1,28 @@
-"""The committed answer-evaluation report: metrics with intervals per run, run-to-run noise, and the gate's verdicts.
+"""The committed answer-evaluation report: metrics with intervals per run, run-to-run noise, the gate's verdicts,
+the judge measured against hand grades, and the hand-scored citation precision.
 
     .venv/bin/python bench/answer_report.py eval/baseline > eval/baseline/REPORT.md
 
-Reads the run directories written by `citedocs eval answer` (and `citedocs eval rejudge`) under the folder.
+Reads the run directories written by `citedocs eval answer`, `eval rejudge` and `eval hand-score` under the
+folder, and the hand grades in eval/judge-grades*.jsonl. Prints tables only; the prose around them is in
+docs/evaluation.md.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 from citedocs.eval.gate import compare_all, noise
+from citedocs.eval.rejudge import judge_agreement
 from citedocs.eval.runs import read_run
 
 ORDER = ["key_fact_recall", "context_recall", "wrong_refusal_rate", "correct_refusal", "gate_refusal",
          "invalid_citation_rate", "citation_support", "citation_precision", "faithfulness", "answer_error"]  # fmt: skip
+GRADES = {"development": "eval/judge-grades.jsonl", "held-out": "eval/judge-grades-heldout.jsonl"}
 
 
 def table(runs: dict[str, Path]) -> list[str]:
@@ -35,16 +42,45 @@ def table(runs: dict[str, Path]) -> list[str]:
     return lines
 
 
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _verdict(base: Path, new: Path, measured: dict[str, float], mismatch: bool = False) -> str:
+    flagged = [c for c in compare_all(base, new, measured, allow_case_mismatch=mismatch) if c.regressed]
+    if not flagged:
+        return "no regression beyond noise"
+    return "REGRESSION: " + ", ".join(
+        f"{c.metric} {c.diff:+.3f} [{c.ci95[0]:+.3f}, {c.ci95[1]:+.3f}]" for c in flagged
+    )
+
+
+def _paired(base: Path, new: Path, field: str, key: str) -> tuple[int, float, float]:
+    """Medians of a per-case number (usage.prompt_tokens, timings.ttft_ms) over the answers both runs made."""
+    a, b = read_run(base).details, read_run(new).details
+    both = [(a[c][field][key], b[c][field][key]) for c in a
+            if c in b and (a[c].get(field) or {}).get(key) and (b[c].get(field) or {}).get(key)]  # fmt: skip
+    if not both:
+        return 0, 0.0, 0.0
+    return len(both), statistics.median(x for x, _ in both), statistics.median(y for _, y in both)
+
+
 def main() -> None:
     root = Path(sys.argv[1])
+    repo = root.parents[1] if len(root.parts) > 1 else Path(".")
     runs = {p.name: p for p in sorted(root.glob("answer-*")) if (p / "summary.json").exists()}
     repeats = [runs[n] for n in sorted(runs) if n.removeprefix("answer-sample-").isdigit()]
-    meta = read_run(repeats[0]).meta
+    full = runs.get("answer-full")
     out = ["# Answer evaluation baseline", ""]
-    out += [f"- date: {meta.get('date')}", f"- hardware: {json.dumps(meta.get('hardware'))}",
-            "- model: Qwen2.5-Coder-1.5B-Instruct Q4_K_M on llama.cpp (CPU), judge: the same model",
-            f"- cases: {meta.get('cases')} (every 3rd case of each kind: `--every 3`), digest {meta.get('cases_digest')}",
-            f"- git commit: {meta.get('git_commit')}", ""]  # fmt: skip
+    for name, path in runs.items():
+        meta = read_run(path).meta
+        out.append(f"- `{name}`: {meta.get('cases')} cases, {meta.get('date')}, commit {meta.get('git_commit')}, "
+                   f"{meta.get('seconds', '?')} s")  # fmt: skip
+    hardware = read_run(full or repeats[0]).meta.get("hardware")
+    out += [f"- hardware: {json.dumps(hardware)}",
+            "- model: Qwen2.5-Coder-1.5B-Instruct Q4_K_M on llama.cpp (CPU); judge: the same model", ""]  # fmt: skip
     out += ["## Metrics (mean, bootstrap 95% interval over cases)", "", *table(runs), ""]
     measured = noise(repeats)
     out += ["## Run-to-run noise (range of the means over the repeated runs of the same code)", ""]
@@ -56,13 +92,32 @@ def main() -> None:
     base = repeats[0]
     out += ["## The gate", ""]
     for name, path in runs.items():
-        if path == base:
-            continue
-        comparisons = compare_all(base, path, measured)
-        flagged = [c for c in comparisons if c.regressed]
-        verdict = "REGRESSION: " + ", ".join(f"{c.metric} {c.diff:+.3f} [{c.ci95[0]:+.3f}, {c.ci95[1]:+.3f}]"
-                                             for c in flagged) if flagged else "no regression beyond noise"  # fmt: skip
-        out.append(f"- `compare {base.name} {name}`: {verdict}")
+        if path != base and name.startswith("answer-sample-"):
+            out.append(f"- `compare {base.name} {name}`: {_verdict(base, path, measured)}")
+    if full is not None:
+        out += ["", "### The prompt change (answer-sample-* → answer-full, on the cases both ran)", ""]
+        for path in repeats:
+            out.append(f"- `{path.name}` → `answer-full`: {_verdict(path, full, measured, mismatch=True)}")
+        for field, key, label in (
+            ("usage", "prompt_tokens", "prompt tokens"),
+            ("timings", "ttft_ms", "TTFT ms"),
+        ):
+            medians = [_paired(path, full, field, key) for path in repeats]
+            cells = ", ".join(f"{b:,.0f} → {n:,.0f} (n={k})" for k, b, n in medians)
+            out.append(f"- median {label} per answer, each repeated run → answer-full: {cells}")
+    out += ["", "## The judge against hand grades", ""]
+    out += ["| grades | judged run | pairs | agreement | Cohen's kappa | judge says supported | grader says supported |",
+            "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for label, rel in GRADES.items():
+        graded = _jsonl(repo / rel)
+        judged = {name: _jsonl(path / "judged-pairs.jsonl") for name, path in runs.items()}
+        judged["all runs (each pair once)"] = [p for pairs in judged.values() for p in pairs]
+        for name, pairs in judged.items():
+            agreement = judge_agreement(pairs, graded)
+            if agreement.get("pairs"):
+                out.append(f"| {label} ({len(graded)}) | {name} | {agreement['pairs']} | {agreement['agreement']:.3f} | "
+                           f"{agreement['kappa']:.2f} | {agreement['judge_precision']:.3f} | "
+                           f"{agreement['human_precision']:.3f} |")  # fmt: skip
     print("\n".join(out))
 
 

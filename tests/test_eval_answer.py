@@ -81,3 +81,19 @@ def test_eval_answer_scores_judges_and_keeps_every_verdict(tmp_path: Path) -> No
     summary = json.loads((hand_dir / "summary.json").read_text())
     assert summary["metrics"]["citation_precision"]["mean"] == 1.0
     assert summary["metrics"]["key_fact_recall"]["mean"] == 1.0  # the other metrics are the run's own
+
+
+def test_a_run_made_without_a_judge_can_be_judged_afterwards(tmp_path: Path) -> None:
+    docs, cases = _corpus(tmp_path)
+    index = tmp_path / "index.db"
+    with FakeOpenAI(responder=_respond) as server:
+        plain = _cli("answer", "--corpus", str(docs), "--cases", str(cases), "--run-dir", str(tmp_path / "run"),
+                     "--no-judge", "--index-db", str(index), base_url=server.base_url, cwd=tmp_path)  # fmt: skip
+        assert "citation_precision" not in plain
+        judged = _cli("rejudge", str(tmp_path / "run"), "--cases", str(cases), "--index-db", str(index),
+                      "--out", str(tmp_path / "judged"), "--judge-base-url", server.base_url,
+                      base_url=server.base_url, cwd=tmp_path)  # fmt: skip
+    assert judged["pairs"] == 2 and judged["skipped"] == 0
+    summary = json.loads((tmp_path / "judged" / "summary.json").read_text())
+    assert summary["metrics"]["citation_precision"]["mean"] == 0.5
+    assert summary["metrics"]["key_fact_recall"]["mean"] == 1.0

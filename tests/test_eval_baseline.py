@@ -35,6 +35,13 @@ def test_answer_baselines_cover_the_sampled_cases_and_clear_the_floors(run: str)
     assert not failures, failures
 
 
+def test_the_full_answer_baseline_covers_every_case_and_clears_the_floors() -> None:
+    if not (BASELINE / "answer-full").exists():
+        pytest.skip("answer-full is not committed")
+    failures = check(BASELINE / "answer-full", _cases(), REPO / "eval/floors-answer.toml")
+    assert not failures, failures
+
+
 def test_the_gate_flags_top_k_1_and_not_a_rerun() -> None:
     from citedocs.eval.gate import read_noise
 

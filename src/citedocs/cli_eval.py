@@ -153,7 +153,7 @@ def eval_rejudge(
 @eval_app.command("hand-score")
 def eval_hand_score(
     run_dir: Annotated[Path, typer.Argument(help="A judged answer run (with judged-pairs.jsonl).")],
-    grades: Annotated[Path, typer.Option("--grades", help="Hand-graded pairs (JSONL).")],
+    grades: Annotated[list[Path], typer.Option("--grades", help="Hand-graded pairs (JSONL); repeatable.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Where to write the hand-scored run.")],
     as_json: JsonOption = False,
 ) -> None:
@@ -162,7 +162,8 @@ def eval_hand_score(
 
     from citedocs.eval.rejudge import hand_score
 
-    graded = [json.loads(line) for line in grades.read_text(encoding="utf-8").splitlines() if line.strip()]
+    graded = [json.loads(line) for path in grades for line in path.read_text(encoding="utf-8").splitlines()
+              if line.strip()]  # fmt: skip
     result = run(lambda: hand_score(run_dir, out_dir, graded))
     if as_json:
         print_json(result)

@@ -1,5 +1,5 @@
-"""Judge a finished answer run again (another judge, or a changed judge prompt) without regenerating answers,
-and measure any judge against hand-graded (sentence, passage) pairs.
+"""Judge a finished answer run again (another judge, or a changed judge prompt) or for the first time (a run
+made with --no-judge) without regenerating answers, and measure any judge against hand-graded pairs.
 
 Passages are recovered by re-running retrieval on the run's index; a case whose recovered sources differ from
 the ones recorded in the run is skipped and counted, never judged against the wrong text.
@@ -38,7 +38,8 @@ async def _rejudge(app: Citedocs, run_dir: Path, cases: dict[str, Case], client:
     for line in (run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         case_id, metrics, detail = record["id"], dict(record["metrics"]), record.get("detail", {})
-        if detail.get("judgements") is not None and case_id in cases:
+        judgeable = case_id in cases and cases[case_id].answerable and detail.get("answer")
+        if judgeable and not detail.get("refused"):
             hits = app.search(cases[case_id].question, k=top_k, wait_for_model=True).hits
             if _labels(hits) != detail.get("sources"):
                 skipped += 1
