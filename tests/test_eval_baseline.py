@@ -55,3 +55,20 @@ def test_the_gate_flags_top_k_1_and_not_a_rerun() -> None:
 def test_a_run_on_other_cases_fails_the_check(tmp_path: Path) -> None:
     failures = check(BASELINE / "retrieval-hybrid", _cases(), REPO / "eval/floors-retrieval.toml")
     assert failures and failures[0].kind == "cases"
+
+
+def test_every_judged_pair_of_the_full_baseline_is_hand_graded_and_the_hand_scores_reproduce(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from citedocs.eval.rejudge import hand_score
+    from citedocs.eval.runs import read_run
+
+    if not (BASELINE / "answer-full-hand").exists():
+        pytest.skip("answer-full-hand is not committed")
+    graded = [json.loads(line) for name in ("judge-grades.jsonl", "judge-grades-heldout.jsonl")
+              for line in (REPO / "eval" / name).read_text(encoding="utf-8").splitlines() if line.strip()]  # fmt: skip
+    counts = hand_score(BASELINE / "answer-full", tmp_path / "hand", graded)
+    assert counts["ungraded_cases"] == 0 and counts["graded_cases"] > 0
+    assert read_run(tmp_path / "hand").metrics == read_run(BASELINE / "answer-full-hand").metrics
