@@ -71,7 +71,10 @@ def main() -> None:
     root = Path(sys.argv[1])
     repo = root.parents[1] if len(root.parts) > 1 else Path(".")
     runs = {p.name: p for p in sorted(root.glob("answer-*")) if (p / "summary.json").exists()}
-    repeats = [runs[n] for n in sorted(runs) if n.removeprefix("answer-sample-").isdigit()]
+    current = [runs[n] for n in sorted(runs) if n.removeprefix("answer-current-").isdigit()]
+    previous = [runs[n] for n in sorted(runs) if n.removeprefix("answer-sample-").isdigit()]
+    repeats = current or previous
+    prefix = "answer-current-" if current else "answer-sample-"
     full = runs.get("answer-full")
     out = ["# Answer evaluation baseline", ""]
     for name, path in runs.items():
@@ -83,7 +86,8 @@ def main() -> None:
             "- model: Qwen2.5-Coder-1.5B-Instruct Q4_K_M on llama.cpp (CPU); judge: the same model", ""]  # fmt: skip
     out += ["## Metrics (mean, bootstrap 95% interval over cases)", "", *table(runs), ""]
     measured = noise(repeats)
-    out += ["## Run-to-run noise (range of the means over the repeated runs of the same code)", ""]
+    names = ", ".join(f"`{p.name}`" for p in repeats)
+    out += [f"## Run-to-run noise (range of the means over {names}: the same code, the same cases)", ""]
     out += (
         ["| metric | noise |", "|---|---|"]
         + [f"| {k} | {v:.3f} |" for k, v in sorted(measured.items())]
@@ -92,17 +96,17 @@ def main() -> None:
     base = repeats[0]
     out += ["## The gate", ""]
     for name, path in runs.items():
-        if path != base and name.startswith("answer-sample-"):
+        if path != base and name.startswith(prefix):
             out.append(f"- `compare {base.name} {name}`: {_verdict(base, path, measured)}")
-    if full is not None:
+    if full is not None and previous:
         out += ["", "### The prompt change (answer-sample-* → answer-full, on the cases both ran)", ""]
-        for path in repeats:
+        for path in previous:
             out.append(f"- `{path.name}` → `answer-full`: {_verdict(path, full, measured, mismatch=True)}")
         for field, key, label in (
             ("usage", "prompt_tokens", "prompt tokens"),
             ("timings", "ttft_ms", "TTFT ms"),
         ):
-            medians = [_paired(path, full, field, key) for path in repeats]
+            medians = [_paired(path, full, field, key) for path in previous]
             cells = ", ".join(f"{b:,.0f} → {n:,.0f} (n={k})" for k, b, n in medians)
             out.append(f"- median {label} per answer, each repeated run → answer-full: {cells}")
     out += ["", "## The judge against hand grades", ""]
