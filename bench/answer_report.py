@@ -80,14 +80,17 @@ def main() -> None:
     for name, path in runs.items():
         meta = read_run(path).meta
         out.append(f"- `{name}`: {meta.get('cases')} cases, {meta.get('date')}, commit {meta.get('git_commit')}, "
-                   f"{meta.get('seconds', '?')} s")  # fmt: skip
+                   f"{meta.get('seconds', '?')} s" + (f" (cut from `{meta['subset_of']}`)" if meta.get("subset_of") else ""))  # fmt: skip
     hardware = read_run(full or repeats[0]).meta.get("hardware")
     out += [f"- hardware: {json.dumps(hardware)}",
             "- model: Qwen2.5-Coder-1.5B-Instruct Q4_K_M on llama.cpp (CPU); judge: the same model", ""]  # fmt: skip
     out += ["## Metrics (mean, bootstrap 95% interval over cases)", "", *table(runs), ""]
     measured = noise(repeats)
     names = ", ".join(f"`{p.name}`" for p in repeats)
-    out += [f"## Run-to-run noise (range of the means over {names}: the same code, the same cases)", ""]
+    out += [
+        f"## Run-to-run noise (largest paired gap between the means of two of {names}: same code, same cases)",
+        "",
+    ]
     out += (
         ["| metric | noise |", "|---|---|"]
         + [f"| {k} | {v:.3f} |" for k, v in sorted(measured.items())]

@@ -27,7 +27,17 @@ def test_hybrid_retrieval_baseline_clears_its_floors() -> None:
     assert not failures, failures
 
 
-@pytest.mark.parametrize("run", ["answer-sample-1", "answer-sample-2", "answer-sample-3"])
+@pytest.mark.parametrize(
+    "run",
+    [
+        "answer-current-1",
+        "answer-current-2",
+        "answer-current-3",
+        "answer-sample-1",
+        "answer-sample-2",
+        "answer-sample-3",
+    ],
+)
 def test_answer_baselines_cover_the_sampled_cases_and_clear_the_floors(run: str) -> None:
     if not (BASELINE / run).exists():
         pytest.skip(f"{run} is not committed")
@@ -45,11 +55,14 @@ def test_the_full_answer_baseline_covers_every_case_and_clears_the_floors() -> N
 def test_the_gate_flags_top_k_1_and_not_a_rerun() -> None:
     from citedocs.eval.gate import read_noise
 
-    if not (BASELINE / "answer-sample-top1").exists():
+    if not (BASELINE / "answer-current-top1").exists():
         pytest.skip("the top-k 1 run is not committed")
     measured = read_noise(BASELINE / "answer-noise.json")
-    assert compare(BASELINE / "answer-sample-1", BASELINE / "answer-sample-top1", measured)
-    assert not compare(BASELINE / "answer-sample-1", BASELINE / "answer-sample-2", measured)
+    base = BASELINE / "answer-current-1"
+    assert compare(base, BASELINE / "answer-current-top1", measured)
+    reruns = ["answer-current-2", "answer-current-3", "answer-current-rerun"]
+    for rerun in [r for r in reruns if (BASELINE / r).exists()]:
+        assert not compare(base, BASELINE / rerun, measured), rerun
 
 
 def test_a_run_on_other_cases_fails_the_check(tmp_path: Path) -> None:

@@ -102,7 +102,7 @@ def test_a_drop_within_noise_is_not_flagged_though_the_bootstrap_excludes_zero(t
     assert _metrics(compare(base, new, noise={"key_fact_recall": 0.10})) == {"key_fact_recall"}
 
 
-def test_noise_is_the_range_of_means_across_runs_and_gates_compare(tmp_path: Path) -> None:
+def test_noise_is_the_largest_gap_between_runs_and_gates_compare(tmp_path: Path) -> None:
     runs = [
         _run(tmp_path / "r1"),
         _run(tmp_path / "r2", key_facts=_flip(BASE_KEY_FACTS, ones_to_zero=5, zeros_to_one=5)),
@@ -114,6 +114,20 @@ def test_noise_is_the_range_of_means_across_runs_and_gates_compare(tmp_path: Pat
     assert read_noise(saved) == measured
     new = _run(tmp_path / "new", key_facts=_flip(BASE_KEY_FACTS, ones_to_zero=8))
     assert compare(runs[0], new, noise=read_noise(saved)) == []
+
+
+def test_noise_pairs_runs_on_the_cases_both_define_so_a_rerun_is_not_flagged(tmp_path: Path) -> None:
+    # A judged metric exists only where a run answered: here run A answered cases 0-19 (10 supported, on 0-9),
+    # run B answered 10-29 (all supported). Their own means are 0.5 and 1.0, but on the 10 cases both answered
+    # (10-19) they are 0.0 and 1.0: the paired gap compare would see, which the noise must cover.
+    def judged(path: Path, values: dict[int, float]) -> Path:
+        per_case = {c.id: {"citation_precision": values.get(i)} for i, c in enumerate(CASES)}
+        return write_run(path, per_case, run_meta(CASES, {}))
+
+    a = judged(tmp_path / "a", {i: 1.0 if i < 10 else 0.0 for i in range(20)})
+    b = judged(tmp_path / "b", dict.fromkeys(range(10, 30), 1.0))
+    assert noise([a, b]) == {"citation_precision": 1.0}
+    assert compare(b, a, noise=noise([a, b])) == []
 
 
 def test_noise_needs_two_runs_of_the_same_cases(tmp_path: Path) -> None:
