@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from citedocs.answer.prompt import REFUSAL_SENTENCE
 from fakes.openai_server import FakeOpenAI, RecordedRequest, Reply
 
@@ -97,3 +99,16 @@ def test_a_run_made_without_a_judge_can_be_judged_afterwards(tmp_path: Path) -> 
     summary = json.loads((tmp_path / "judged" / "summary.json").read_text())
     assert summary["metrics"]["citation_precision"]["mean"] == 0.5
     assert summary["metrics"]["key_fact_recall"]["mean"] == 1.0
+
+
+def test_hand_score_of_an_unjudged_run_says_what_to_do(tmp_path: Path) -> None:
+    from citedocs.errors import NotFoundError
+    from citedocs.eval.cases import load_cases
+    from citedocs.eval.rejudge import hand_score
+    from citedocs.eval.runs import run_meta, write_run
+
+    _, cases = _corpus(tmp_path)
+    write_run(tmp_path / "run", {"port": {"key_fact_recall": 1.0}}, run_meta(load_cases(cases)))
+    with pytest.raises(NotFoundError, match="judged-pairs") as caught:
+        hand_score(tmp_path / "run", tmp_path / "out", [])
+    assert "eval rejudge" in caught.value.hint

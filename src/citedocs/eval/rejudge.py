@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from citedocs.answer.llm import ChatModel
-from citedocs.errors import InputError
+from citedocs.errors import InputError, NotFoundError
 from citedocs.eval.answers import judge_answer
 from citedocs.eval.cases import Case
 from citedocs.eval.judge import Judge
@@ -96,7 +96,13 @@ def hand_score(run_dir: Path, out_dir: Path, graded: list[dict[str, Any]]) -> di
     run = read_run(run_dir)
     grades = {(g["case"], g["sentence"], g["n"]): bool(g["supported"]) for g in graded}
     by_case: dict[str, list[dict[str, Any]]] = {}
-    for line in (run_dir / "judged-pairs.jsonl").read_text(encoding="utf-8").splitlines():
+    pairs_file = run_dir / "judged-pairs.jsonl"
+    if not pairs_file.exists():
+        raise NotFoundError(
+            f"{run_dir} has no judged-pairs.jsonl: it was not judged, or judged before verdicts were kept.",
+            f"Judge it first: citedocs eval rejudge {run_dir} --cases … --index-db … --out DIR.",
+        )
+    for line in pairs_file.read_text(encoding="utf-8").splitlines():
         if line.strip():
             pair = json.loads(line)
             by_case.setdefault(pair["case"], []).append(pair)
@@ -107,7 +113,7 @@ def hand_score(run_dir: Path, out_dir: Path, graded: list[dict[str, Any]]) -> di
         judgements = run.details.get(case_id, {}).get("judgements")
         if judgements is not None:
             pairs = iter(by_case.get(case_id, []))
-            verdicts = [[grades.get((case_id, p["sentence"], p["n"])) for p in pairs_of(pairs, len(row))]
+            verdicts = [[grades.get((case_id, p["sentence"], p["n"])) for p in _take(pairs, len(row))]
                         for row in judgements]  # fmt: skip
             complete = all(v is not None for row in verdicts for v in row)
             hand = [[bool(v) for v in row] for row in verdicts]
@@ -122,7 +128,7 @@ def hand_score(run_dir: Path, out_dir: Path, graded: list[dict[str, Any]]) -> di
     return counts
 
 
-def pairs_of(pairs: Any, count: int) -> list[dict[str, Any]]:
+def _take(pairs: Any, count: int) -> list[dict[str, Any]]:
     """The next `count` pairs; a run whose pairs file is shorter than its judgements is damaged."""
     taken = [pair for _, pair in zip(range(count), pairs, strict=False)]
     if len(taken) != count:
