@@ -18,7 +18,7 @@ from typing import Any
 
 from citedocs.eval.gate import compare_all, noise
 from citedocs.eval.rejudge import judge_agreement
-from citedocs.eval.runs import read_run
+from citedocs.eval.runs import read_jsonl, read_run
 
 ORDER = ["key_fact_recall", "context_recall", "wrong_refusal_rate", "correct_refusal", "gate_refusal",
          "invalid_citation_rate", "citation_support", "citation_precision", "faithfulness", "answer_error"]  # fmt: skip
@@ -43,9 +43,7 @@ def table(runs: dict[str, Path]) -> list[str]:
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return read_jsonl(path) if path.exists() else []
 
 
 def _verdict(base: Path, new: Path, measured: dict[str, float], mismatch: bool = False) -> str:

@@ -18,6 +18,8 @@ from pathlib import Path
 from citedocs.answer.citations import check_citations
 from citedocs.eval.cases import load_cases
 from citedocs.eval.judge import relevant_window
+from citedocs.eval.rejudge import judgeable, recovered_hits
+from citedocs.eval.runs import read_jsonl, read_run
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 
@@ -32,42 +34,36 @@ def main() -> None:
     args = parser.parse_args()
     graded = set()
     if args.grades and args.grades.exists():
-        for line in args.grades.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                g = json.loads(line)
-                graded.add((g["case"], g["sentence"], g["n"]))
+        graded = {(g["case"], g["sentence"], g["n"]) for g in read_jsonl(args.grades)}
     cases = {c.id: c for c in load_cases(*args.cases)}
     app = Citedocs(Settings(db=args.index_db))
     seen: set[tuple[str, str, int]] = set()
     try:
-        for run in args.runs:
-            top_k = int(json.loads((run / "summary.json").read_text())["meta"]["settings"].get("top_k", 5))
-            for line in (run / "cases.jsonl").read_text(encoding="utf-8").splitlines():
-                record = json.loads(line)
-                detail = record.get("detail", {})
-                if record["id"] not in cases or detail.get("refused") or not detail.get("answer"):
+        for run_dir in args.runs:
+            run = read_run(run_dir)
+            top_k = int(run.meta.get("settings", {}).get("top_k", 5))
+            for case_id, detail in run.details.items():
+                case = cases.get(case_id)
+                if case is None or not judgeable(case, detail):
                     continue
-                if cases[record["id"]].kind != "answerable":
-                    continue
-                hits = app.search(cases[record["id"]].question, k=top_k, wait_for_model=True).hits
-                labels = [f"[{i}] {Path(h.path).name} § {h.heading}" for i, h in enumerate(hits, start=1)]
-                if labels != detail.get("sources"):
+                hits = recovered_hits(app, case, detail, top_k)
+                if hits is None:
                     continue
                 for sentence in check_citations(detail["answer"], hits).sentences:
                     if not sentence.checked:
                         continue
                     for n in sentence.cited:
-                        key = (record["id"], sentence.sentence, n)
+                        key = (case_id, sentence.sentence, n)
                         if not 1 <= n <= len(hits) or key in graded or key in seen:
                             continue
                         seen.add(key)
                         window = relevant_window(hits[n - 1].text, sentence.sentence)
-                        pair = {"case": key[0], "sentence": key[1], "n": n, "window": window}
+                        pair = {"case": case_id, "sentence": sentence.sentence, "n": n, "window": window}
                         if args.jsonl:
                             print(json.dumps(pair, ensure_ascii=False))
                         else:
-                            print(f"=== {len(seen)} case {key[0]} [{n}] {labels[n - 1]}\nSENTENCE: {key[1]}\n"
-                                  f"PASSAGE:\n{window}\n")  # fmt: skip
+                            print(f"=== {len(seen)} case {case_id} {detail['sources'][n - 1]}\n"
+                                  f"SENTENCE: {sentence.sentence}\nPASSAGE:\n{window}\n")  # fmt: skip
     finally:
         app.close()
 

@@ -7,11 +7,10 @@ sample runs that measure run-to-run noise (same cases, same digest, values uncha
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from citedocs.eval.cases import cases_digest, load_cases, sample_cases
-from citedocs.eval.runs import read_run, write_pairs, write_run
+from citedocs.eval.runs import read_jsonl, read_run, write_pairs, write_run
 
 
 def main() -> None:
@@ -37,10 +36,7 @@ def main() -> None:
     )
     pairs_file = args.run / "judged-pairs.jsonl"
     if pairs_file.exists():
-        pairs = [
-            json.loads(line) for line in pairs_file.read_text(encoding="utf-8").splitlines() if line.strip()
-        ]
-        write_pairs(args.out, [p for p in pairs if p["case"] in ids])
+        write_pairs(args.out, [p for p in read_jsonl(pairs_file) if p["case"] in ids])
     print(f"{args.out}: {len(ids)} cases of {len(run.per_case)}")
 
 

@@ -118,11 +118,10 @@ def eval_rejudge(
     as_json: JsonOption = False,
 ) -> None:
     """Judge a run's answers again (no regeneration) and, with --grades, report agreement with hand grades."""
-    import json
-
     from citedocs.answer.llm import LLMClient
     from citedocs.eval.cases import load_cases
     from citedocs.eval.rejudge import judge_agreement, rejudge_run
+    from citedocs.eval.runs import read_jsonl
     from citedocs.service import Citedocs
 
     settings = settings_for(str(index_db))
@@ -136,14 +135,7 @@ def eval_rejudge(
     finally:
         app.close()
     if grades is not None:
-        judged = [
-            json.loads(line)
-            for line in (out_dir / "judged-pairs.jsonl").read_text(encoding="utf-8").splitlines()
-        ]
-        graded = [
-            json.loads(line) for line in grades.read_text(encoding="utf-8").splitlines() if line.strip()
-        ]
-        result["agreement"] = judge_agreement(judged, graded)
+        result["agreement"] = judge_agreement(read_jsonl(out_dir / "judged-pairs.jsonl"), read_jsonl(grades))
     if as_json:
         print_json(result)
     else:
@@ -158,12 +150,10 @@ def eval_hand_score(
     as_json: JsonOption = False,
 ) -> None:
     """Citation precision and faithfulness from hand grades instead of the judge (graded cases only)."""
-    import json
-
     from citedocs.eval.rejudge import hand_score
+    from citedocs.eval.runs import read_jsonl
 
-    graded = [json.loads(line) for path in grades for line in path.read_text(encoding="utf-8").splitlines()
-              if line.strip()]  # fmt: skip
+    graded = [grade for path in grades for grade in read_jsonl(path)]
     result = run(lambda: hand_score(run_dir, out_dir, graded))
     if as_json:
         print_json(result)

@@ -36,6 +36,11 @@ from citedocs.service import Citedocs
 from citedocs.settings import Settings
 
 
+def source_label(n: int, path: str, heading: str | None) -> str:
+    """How a run records the passage an answer was given (`[2] setup.md § Install`); `rejudge` matches on it."""
+    return f"[{n}] {Path(path).name} § {heading}"
+
+
 async def judge_answer(
     judge: Judge,
     answer: str,
@@ -145,7 +150,7 @@ async def _run(
                 "kind": case.kind, "question": case.question, "answer": data.get("answer"),
                 "raw_answer": data.get("raw_answer"), "refused": data.get("refused"),
                 "refused_before_model": data.get("refused_before_model"), "citations": data.get("citations"),
-                "sources": [f"[{s['n']}] {Path(s['path']).name} § {s.get('heading')}" for s in data.get("sources", [])],
+                "sources": [source_label(s["n"], s["path"], s.get("heading")) for s in data.get("sources", [])],
                 "judgements": judgements, "timings": data.get("timings"), "usage": data.get("usage"),
             }  # fmt: skip
     finally:

@@ -189,9 +189,8 @@ def noise(run_dirs: Sequence[str | Path]) -> dict[str, float]:
             ids = [cid for cid in a if cid in b]
             if ids:
                 gaps.append(abs(math.fsum(a[c] for c in ids) - math.fsum(b[c] for c in ids)) / len(ids))
-        measured[name] = (
-            math.ceil(max(gaps) * 10_000 - 1e-9) / 10_000
-        )  # rounded up: a gap seen is within noise
+        # Rounded up, so the gap seen between two runs is itself within the noise.
+        measured[name] = math.ceil(max(gaps) * 10_000 - 1e-9) / 10_000
     return measured
 
 

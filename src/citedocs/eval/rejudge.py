@@ -15,16 +15,26 @@ from typing import Any
 
 from citedocs.answer.llm import ChatModel
 from citedocs.errors import InputError, NotFoundError
-from citedocs.eval.answers import judge_answer
+from citedocs.eval.answers import judge_answer, source_label
 from citedocs.eval.cases import Case
 from citedocs.eval.judge import Judge
 from citedocs.eval.metrics import citation_precision, faithfulness
-from citedocs.eval.runs import read_run, write_pairs, write_run
+from citedocs.eval.runs import read_jsonl, read_run, write_pairs, write_run
+from citedocs.hits import Hit
 from citedocs.service import Citedocs
 
 
-def _labels(hits: list[Any]) -> list[str]:
-    return [f"[{i}] {Path(h.path).name} § {h.heading}" for i, h in enumerate(hits, start=1)]
+def judgeable(case: Case | None, detail: dict[str, Any]) -> bool:
+    """An answerable case the run answered (not refused): the ones whose sentences are judged."""
+    return case is not None and case.answerable and bool(detail.get("answer")) and not detail.get("refused")
+
+
+def recovered_hits(app: Citedocs, case: Case, detail: dict[str, Any], top_k: int) -> list[Hit] | None:
+    """The passages the run's answer was given, found again by the same search on the run's index; None when
+    they differ from the ones the run recorded (never judge against other text)."""
+    hits = app.search(case.question, k=top_k, wait_for_model=True).hits
+    labels = [source_label(i, h.path, h.heading) for i, h in enumerate(hits, start=1)]
+    return hits if labels == detail.get("sources") else None
 
 
 async def _rejudge(app: Citedocs, run_dir: Path, cases: dict[str, Case], client: ChatModel) -> dict[str, Any]:
@@ -38,10 +48,9 @@ async def _rejudge(app: Citedocs, run_dir: Path, cases: dict[str, Case], client:
     for line in (run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         case_id, metrics, detail = record["id"], dict(record["metrics"]), record.get("detail", {})
-        judgeable = case_id in cases and cases[case_id].answerable and detail.get("answer")
-        if judgeable and not detail.get("refused"):
-            hits = app.search(cases[case_id].question, k=top_k, wait_for_model=True).hits
-            if _labels(hits) != detail.get("sources"):
+        if judgeable(cases.get(case_id), detail):
+            hits = recovered_hits(app, cases[case_id], detail, top_k)
+            if hits is None:
                 skipped += 1
             else:
                 judgements, _ = await judge_answer(
@@ -102,10 +111,8 @@ def hand_score(run_dir: Path, out_dir: Path, graded: list[dict[str, Any]]) -> di
             f"{run_dir} has no judged-pairs.jsonl: it was not judged, or judged before verdicts were kept.",
             f"Judge it first: citedocs eval rejudge {run_dir} --cases … --index-db … --out DIR.",
         )
-    for line in pairs_file.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            pair = json.loads(line)
-            by_case.setdefault(pair["case"], []).append(pair)
+    for pair in read_jsonl(pairs_file):
+        by_case.setdefault(pair["case"], []).append(pair)
     per_case: dict[str, dict[str, float | None]] = {}
     counts = {"graded_cases": 0, "ungraded_cases": 0}
     for case_id, metrics in run.per_case.items():

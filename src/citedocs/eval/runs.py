@@ -23,7 +23,7 @@ from citedocs.errors import InputError, NotFoundError
 from citedocs.eval.bootstrap import columns, summarize
 from citedocs.eval.cases import Case, cases_digest
 
-__all__ = ["Run", "read_run", "run_meta", "write_pairs", "write_run"]
+__all__ = ["Run", "read_jsonl", "read_run", "run_meta", "write_pairs", "write_run"]
 
 _SECRET_ENDINGS = ("key", "token", "secret", "password")
 
@@ -101,6 +101,12 @@ def write_pairs(run_dir: str | Path, pairs: Sequence[Mapping[str, Any]]) -> Path
     path = Path(run_dir) / "judged-pairs.jsonl"
     path.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs), encoding="utf-8")
     return path
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """One JSON object a line, blank lines skipped: judged pairs, hand grades."""
+    text = Path(path).read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def read_run(run_dir: str | Path) -> Run:
