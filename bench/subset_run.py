@@ -28,11 +28,12 @@ def main() -> None:
         raise SystemExit(f"{args.run} lacks {len(missing)} of the chosen cases, e.g. {sorted(missing)[:3]}")
     meta = {**run.meta, "cases_digest": cases_digest(chosen), "cases": len(chosen),
             "subset_of": str(args.run), "every": args.every}  # fmt: skip
+    kept = [i for i in run.per_case if i in ids]  # the run's order: the bootstrap resamples cases by position
     write_run(
         args.out,
-        {i: run.per_case[i] for i in ids},
+        {i: run.per_case[i] for i in kept},
         meta,
-        {i: run.details[i] for i in ids if i in run.details},
+        {i: run.details[i] for i in kept if i in run.details},
     )
     pairs_file = args.run / "judged-pairs.jsonl"
     if pairs_file.exists():
