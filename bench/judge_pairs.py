@@ -16,9 +16,10 @@ import json
 from pathlib import Path
 
 from citedocs.answer.citations import check_citations
+from citedocs.eval.answers import judgeable
 from citedocs.eval.cases import load_cases
 from citedocs.eval.judge import relevant_window
-from citedocs.eval.rejudge import judgeable, recovered_hits
+from citedocs.eval.rejudge import recovered_hits
 from citedocs.eval.runs import read_jsonl, read_run
 from citedocs.service import Citedocs
 from citedocs.settings import Settings

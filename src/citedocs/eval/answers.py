@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,11 @@ from citedocs.settings import Settings
 def source_label(n: int, path: str, heading: str | None) -> str:
     """How a run records the passage an answer was given (`[2] setup.md § Install`); `rejudge` matches on it."""
     return f"[{n}] {Path(path).name} § {heading}"
+
+
+def judgeable(case: Case | None, answer: Mapping[str, Any]) -> bool:
+    """An answerable case that got an answer (not a refusal): the ones whose sentences are judged."""
+    return case is not None and case.answerable and bool(answer.get("answer")) and not answer.get("refused")
 
 
 async def judge_answer(
@@ -140,7 +145,7 @@ async def _run(
                 per_case[case.id] = {"answer_error": 1.0}
                 continue
             judgements = None
-            if judge is not None and case.answerable and not data.get("refused"):
+            if judge is not None and judgeable(case, data):
                 judgements, bad = await judge_answer(
                     judge, data["answer"], prepared.hits, pairs=pairs, case_id=case.id
                 )

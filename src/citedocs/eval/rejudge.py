@@ -15,18 +15,13 @@ from typing import Any
 
 from citedocs.answer.llm import ChatModel
 from citedocs.errors import InputError, NotFoundError
-from citedocs.eval.answers import judge_answer, source_label
+from citedocs.eval.answers import judge_answer, judgeable, source_label
 from citedocs.eval.cases import Case
 from citedocs.eval.judge import Judge
 from citedocs.eval.metrics import citation_precision, faithfulness
 from citedocs.eval.runs import read_jsonl, read_run, write_pairs, write_run
 from citedocs.hits import Hit
 from citedocs.service import Citedocs
-
-
-def judgeable(case: Case | None, detail: dict[str, Any]) -> bool:
-    """An answerable case the run answered (not refused): the ones whose sentences are judged."""
-    return case is not None and case.answerable and bool(detail.get("answer")) and not detail.get("refused")
 
 
 def recovered_hits(app: Citedocs, case: Case, detail: dict[str, Any], top_k: int) -> list[Hit] | None:
