@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_beir.py [../shared/data/scifact] [--modes bm25,hybrid] [--out bench/out/beir.json]
 
-citedocs figures come from `citedocs.beir.run_beir` (the code behind `citedocs bench beir`); the peer is bm25s
+citedocs figures come from `citedocs.eval.beir.run_beir` (the code behind `citedocs bench beir`); the peer is bm25s
 with the same Snowball stemmer and English stopwords, indexed and queried on the same documents and queries.
 Query throughput is single-threaded, one query at a time, for both.
 """
@@ -18,7 +18,7 @@ import bm25s
 import Stemmer
 from _env import SHARED_DATA, header, median, pct, print_header
 
-from citedocs.beir import load_beir, run_beir
+from citedocs.eval.beir import load_beir, run_beir
 from citedocs.eval.metrics import mrr_at_k, ndcg_at_k, recall_at_k
 from citedocs.settings import Settings
 

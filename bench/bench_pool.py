@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 from _env import SHARED_DATA, header, print_header
 
-from citedocs.answer.llama import free_port
+from citedocs.llm.llama import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 

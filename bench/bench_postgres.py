@@ -35,14 +35,14 @@ from typing import Any
 import numpy as np
 from _env import SHARED_DATA, header, pct, print_header
 
-from citedocs.beir import BeirData, load_beir
 from citedocs.chunker import Segment, chunk_segments
+from citedocs.embed.blob import matrix_from_blobs, to_blob
 from citedocs.embed.factory import make_embedder
+from citedocs.eval.beir import BeirData, load_beir
 from citedocs.eval.metrics import ndcg_at_k
-from citedocs.indexer import chunk_records
+from citedocs.index.records import chunk_records
 from citedocs.search.hybrid import CANDIDATES, VectorSearch, fuse
 from citedocs.search.keyword import keyword_ranking
-from citedocs.search.vectors import matrix_from_blobs, to_blob
 from citedocs.settings import Settings
 from citedocs.store import ChunkRecord, DocumentRecord, SQLiteStore, Store, open_store
 
@@ -106,7 +106,7 @@ def embed_originals(
     assert embedder is not None
     embedder.wait()
     unique = {c.sha256: c for _, chunks in originals for c in chunks}
-    from citedocs.indexer import embedding_input
+    from citedocs.index.records import embedding_input
 
     shas = list(unique)
     vectors = []

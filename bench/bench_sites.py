@@ -18,9 +18,9 @@ import bm25s
 import Stemmer
 from _env import SHARED_DATA, median, pct, print_header
 
+from citedocs.sites.rank import SiteIndex
 from citedocs.sources import sites_rank
 from citedocs.sources.llmstxt import DocLink, parse_llms_txt
-from citedocs.sources.sites_rank import SiteIndex
 
 QUERIES = [
     "routing", "middleware jwt", "mock timers", "snapshot testing", "coverage", "agent tools",

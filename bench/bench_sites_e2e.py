@@ -22,7 +22,7 @@ from _env import median, pct, print_header
 from bench_sites import QUERIES, load_real, synth_llms_txt, time_ms
 
 from citedocs.settings import Settings
-from citedocs.sites import SiteService
+from citedocs.sites.service import SiteService
 from citedocs.store import SQLiteStore
 
 

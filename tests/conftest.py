@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -10,6 +11,23 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
+# The environment pytest started in, before `isolated_environment` cleans it for each test: the few tests
+# that look for a developer's local model (CITEDOCS_LLAMA_SERVER, CITEDOCS_LLM_GGUF) read it from here.
+OUTER_ENV = dict(os.environ)
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test (and every process it starts) sees no CITEDOCS_* of the user's, no `.env`, no config file,
+    and a platform data dir of its own, so nothing reads or writes the user's real index."""
+    for name in list(os.environ):
+        if name.startswith("CITEDOCS_"):
+            monkeypatch.delenv(name)
+    home = tmp_path_factory.mktemp("platform-dirs")
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("CITEDOCS_CONFIG", str(home / "config" / "citedocs" / "config.toml"))
+    monkeypatch.setenv("CITEDOCS_ENV_FILE", "")
 
 
 def shared(*parts: str) -> Path:

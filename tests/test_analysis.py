@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from citedocs.analysis import fts_match, query_terms, terms
+from citedocs.text.analyzer import fts_match, query_terms, terms
 
 
 def test_prose_is_stemmed() -> None:

@@ -13,12 +13,12 @@ from typing import Any, TypeVar
 
 import pytest
 
-from citedocs.answer.llm import LLMClient
 from citedocs.answer.prompt import REFUSAL_SENTENCE
 from citedocs.answer.retriever import McpRetriever
 from citedocs.answer.service import AnswerEvent, AnswerFailed, AnswerService, collect, validate_question
 from citedocs.answer.stats import RollingStats, percentile
 from citedocs.errors import InputError
+from citedocs.llm.client import LLMClient
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from fakes.openai_server import FakeOpenAI, Reply
@@ -66,7 +66,7 @@ async def events_of(
     library: Citedocs, server: FakeOpenAI, question: str = PORT_QUESTION
 ) -> list[AnswerEvent]:
     async with fast_client(server) as llm:
-        service = AnswerService(library, llm, library.settings)
+        service = library.answer_service(llm)
         return [event async for event in service.stream(question)]
 
 
@@ -170,7 +170,7 @@ def test_length_cut_is_truncated(library: Citedocs) -> None:
 
 def test_unknown_source_is_a_retrieval_error_event(library: Citedocs) -> None:
     async def go() -> list[AnswerEvent]:
-        service = AnswerService(library, None, library.settings)
+        service = library.answer_service(None)
         return [e async for e in service.stream(PORT_QUESTION, source="no-such-folder")]
 
     events = run(go())
@@ -182,7 +182,7 @@ def test_answer_collects_or_raises(library: Citedocs) -> None:
     async def go(script: list[Reply]) -> dict[str, Any]:
         with FakeOpenAI(script) as server:
             async with fast_client(server) as llm:
-                return await AnswerService(library, llm, library.settings).answer(PORT_QUESTION)
+                return await library.answer_service(llm).answer(PORT_QUESTION)
 
     data = run(go([Reply(tokens=PORT_ANSWER)]))
     assert data["sources"][0]["n"] == 1 and data["citations"] == [1]
@@ -196,7 +196,7 @@ def test_closing_the_stream_cancels_the_upstream_generation(library: Citedocs) -
 
     async def go(server: FakeOpenAI) -> AnswerService:
         async with fast_client(server) as llm:
-            service = AnswerService(library, llm, library.settings)
+            service = library.answer_service(llm)
             async with contextlib.aclosing(service.stream(PORT_QUESTION)) as events:
                 async for event in events:
                     if event.event == "token":
@@ -213,7 +213,7 @@ def test_closing_the_stream_cancels_the_upstream_generation(library: Citedocs) -
 def test_stats_window_counts_outcomes_and_percentiles(library: Citedocs) -> None:
     async def go(server: FakeOpenAI) -> dict[str, Any]:
         async with fast_client(server) as llm:
-            service = AnswerService(library, llm, library.settings, stats=RollingStats(window=3))
+            service = library.answer_service(llm, stats=RollingStats(window=3))
             for question in (PORT_QUESTION, "lasagna recipe with spinach?", PORT_QUESTION, PORT_QUESTION):
                 with contextlib.suppress(AnswerFailed):
                     await service.answer(question)
@@ -262,7 +262,7 @@ def test_one_trace_per_answer_with_retrieval_generation_and_first_token(library:
 
     async def go(server: FakeOpenAI) -> dict[str, Any]:
         async with fast_client(server) as llm:
-            return await AnswerService(library, llm, library.settings, tracer=tracer).answer(PORT_QUESTION)
+            return await library.answer_service(llm, tracer=tracer).answer(PORT_QUESTION)
 
     with FakeOpenAI([Reply(tokens=PORT_ANSWER)]) as server:
         data = run(go(server))
@@ -298,7 +298,7 @@ def test_answers_through_an_mcp_search_server_that_is_reconnected_after_it_dies(
 
     async def go(server: FakeOpenAI) -> tuple[dict[str, Any], dict[str, Any]]:
         async with fast_client(server) as llm:
-            service = AnswerService(library, llm, library.settings, retriever=retriever)
+            service = AnswerService(retriever, llm, library.settings)
             first = await service.answer(PORT_QUESTION)
             for pid in _children_running("citedocs.mcp"):
                 os.kill(pid, signal.SIGKILL)

@@ -17,8 +17,8 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from citedocs.answer.llm import LLMClient
 from citedocs.api import create_app
+from citedocs.llm.client import LLMClient
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from fakes.live_server import live_server

@@ -39,6 +39,7 @@ def docs(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_every_search_mode_ranks_the_same_on_postgres_as_on_sqlite(
     tmp_path: Path, pg_url: str, docs: Path
 ) -> None:

@@ -2,13 +2,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from citedocs.cli_docs import render
+from citedocs.cli.docs import render
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 
 
 def test_cli_reference_is_current() -> None:
-    assert DOC.read_text(encoding="utf-8") == render(), "run: python -m citedocs.cli_docs > docs/cli.md"
+    assert DOC.read_text(encoding="utf-8") == render(), "run: python -m citedocs.cli.docs > docs/cli.md"
 
 
 def test_every_documented_interface_command_exists() -> None:

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from citedocs.cli_sites import register
+from citedocs.cli.sites import register
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from fakes.docs_site import DocsSite, serve_docs

@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from citedocs.answer.llama import CTX_PER_SLOT, free_port
 from citedocs.api.app import router
+from citedocs.llm.llama import CTX_PER_SLOT, free_port
 from citedocs.settings import Settings
 from fakes.live_server import live_process
 

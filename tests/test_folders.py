@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from citedocs.errors import AccessDenied, NotFoundError
-from citedocs.folders import matches, resolve_confined, walk_folder
+from citedocs.sources.folders import matches, resolve_confined, walk_folder
 
 
 @pytest.fixture

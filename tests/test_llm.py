@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from citedocs.answer.llm import Finish, LLMClient, LLMEvent, LLMStreamError, Prices, TokenDelta
 from citedocs.errors import LLMError
+from citedocs.llm.client import Finish, LLMClient, LLMEvent, LLMStreamError, Prices, TokenDelta
 from fakes.openai_server import FakeOpenAI, Reply
 
 KEY = "sk-very-secret-key-123"

@@ -18,14 +18,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from citedocs.answer.llama import LlamaServer
-from citedocs.answer.llm import LLMClient
+from citedocs.answer.retriever import LocalRetriever
 from citedocs.answer.service import AnswerService
 from citedocs.api import create_app
 from citedocs.errors import ConfigError, LLMError
+from citedocs.llm.client import LLMClient
+from citedocs.llm.llama import LlamaServer
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
-from conftest import shared
+from conftest import OUTER_ENV, shared
 
 CACHE = Path.home() / ".cache" / "citedocs-dev"
 OFF_TOPIC = "What is a good lasagna recipe with spinach and ricotta?"
@@ -121,9 +122,9 @@ def test_api_starts_the_local_server_for_a_gguf(tmp_path: Path) -> None:
 
 
 def real_model() -> tuple[str, Path]:
-    binary = os.environ.get("CITEDOCS_LLAMA_SERVER") or str(CACHE / "bin" / "llama-server")
+    binary = OUTER_ENV.get("CITEDOCS_LLAMA_SERVER") or str(CACHE / "bin" / "llama-server")
     gguf = Path(
-        os.environ.get("CITEDOCS_LLM_GGUF") or CACHE / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+        OUTER_ENV.get("CITEDOCS_LLM_GGUF") or CACHE / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
     )
     if not Path(binary).is_file() or not os.access(binary, os.X_OK):
         pytest.skip(
@@ -158,7 +159,7 @@ def test_real_model_answers_with_checked_citations_and_refuses_off_topic(tmp_pat
         try:
             local = settings.model_copy(update={"llm_base_url": server.base_url})
             async with LLMClient.from_settings(local) as llm:
-                service = AnswerService(library, llm, local)
+                service = AnswerService(LocalRetriever(library), llm, local)
                 answer = await service.answer(case["question"], k=3)
                 refused = await service.answer(OFF_TOPIC)
                 return answer, refused, service.stats.snapshot()["answers"]

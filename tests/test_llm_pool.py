@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from citedocs.answer.llm import LLMClient, LLMStreamError, TokenDelta
-from citedocs.answer.model import ModelHandle
-from citedocs.answer.pool import LLMPool
 from citedocs.api import create_app
+from citedocs.llm.client import LLMClient, LLMStreamError, TokenDelta
+from citedocs.llm.model import ModelHandle
+from citedocs.llm.pool import LLMPool
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from fakes.live_server import live_server

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from mcp.client import Client
 
-from citedocs.answer.llama import free_port
+from citedocs.llm.llama import free_port
 from fakes.live_server import live_process
 from fakes.openai_server import FakeOpenAI, Reply
 

@@ -9,8 +9,8 @@ import pytest
 from citedocs.errors import AccessDenied, FetchError, InputError, NotFoundError
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
-from citedocs.sites import SiteService
-from citedocs.sites_model import DEFAULT_SITES, FAILURE_BACKOFF_S
+from citedocs.sites.model import DEFAULT_SITES, FAILURE_BACKOFF_S
+from citedocs.sites.service import SiteService
 from citedocs.store import SQLiteStore
 from conftest import shared
 from fakes.docs_site import DocsSite, serve_docs

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from citedocs.errors import InputError, NotFoundError
+from citedocs.sites.rank import MAX_K, SiteIndex, tokenize
 from citedocs.sources.llmstxt import DocLink, parse_llms_txt
-from citedocs.sources.sites_rank import MAX_K, SiteIndex, tokenize
 from conftest import shared
 
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citedocs.analysis import terms as analyse
+from citedocs.embed.blob import to_blob
 from citedocs.errors import StoreError
 from citedocs.search.hybrid import VectorSearch
-from citedocs.search.vectors import to_blob
 from citedocs.sources.llmstxt import DocLink
 from citedocs.store import ChunkRecord, DocumentRecord, SQLiteStore, Store, is_postgres, open_store
 from citedocs.store.migrate import migrations
 from citedocs.store.site_tables import SiteTables, StoredPage
+from citedocs.text.analyzer import terms as analyse
 
 
 def _chunk(i: int, text: str, heading: str = "H") -> ChunkRecord:

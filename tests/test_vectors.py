@@ -3,8 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from citedocs.embed.blob import from_blob, matrix_from_blobs, to_blob
 from citedocs.errors import StoreError
-from citedocs.search.vectors import VectorMatrix, from_blob, matrix_from_blobs, quantise_int8, to_blob
+from citedocs.search.vectors import VectorMatrix, quantise_int8
 
 
 def _unit_rows(rows: int, dim: int, seed: int = 0) -> np.ndarray:

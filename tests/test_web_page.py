@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from citedocs.answer.llm import LLMClient
 from citedocs.api import create_app
+from citedocs.llm.client import LLMClient
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from fakes.live_server import live_server

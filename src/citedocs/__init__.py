@@ -1,3 +1,64 @@
-"""citedocs: ask your documents; get answers you can check."""
+"""citedocs: ask your documents; get answers you can check.
 
-__version__ = "0.1.0"
+The public API is what `__all__` lists (pinned by tests/test_public_api.py). Names load on first use, so
+`import citedocs` stays cheap for a CLI call that needs none of them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from citedocs.answer.service import AnswerEvent, AnswerService, PreparedAnswer
+    from citedocs.errors import CitedocsError
+    from citedocs.hits import Hit
+    from citedocs.search.engine import SearchResult
+    from citedocs.service import Citedocs, ReadResult, SourceInfo
+    from citedocs.settings import Settings
+
+try:
+    __version__ = metadata.version("citedocs")
+except metadata.PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0.0.0+unknown"
+
+_EXPORTS = {
+    "AnswerEvent": "citedocs.answer.service",
+    "AnswerService": "citedocs.answer.service",
+    "Citedocs": "citedocs.service",
+    "CitedocsError": "citedocs.errors",
+    "Hit": "citedocs.hits",
+    "PreparedAnswer": "citedocs.answer.service",
+    "ReadResult": "citedocs.service",
+    "SearchResult": "citedocs.search.engine",
+    "Settings": "citedocs.settings",
+    "SourceInfo": "citedocs.service",
+}
+
+__all__ = [
+    "AnswerEvent",
+    "AnswerService",
+    "Citedocs",
+    "CitedocsError",
+    "Hit",
+    "PreparedAnswer",
+    "ReadResult",
+    "SearchResult",
+    "Settings",
+    "SourceInfo",
+    "__version__",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'citedocs' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,6 +1,29 @@
-"""One exception tree: every message a user can see says what to do next."""
+"""One exception tree: every message a user can see says what to do next.
+
+Each front end maps these classes once (HTTP status in `api/errors.py`, exit code in `cli/common.py`, MCP tool
+errors in `mcp/shapes.py`); `tests/test_errors.py` checks that every class has both a status and a code.
+
+    CitedocsError                     what to do is in `.hint`
+    ├── ConfigError                   a setting is missing or contradictory
+    ├── StoreError                    the index cannot be opened or is inconsistent
+    ├── NotFoundError                 not registered, not indexed
+    ├── AccessDenied                  outside what the user registered
+    │   └── UnsafeURLError            (also a FetchError) refused by the SSRF guard
+    ├── ParseError                    a file could not be turned into text
+    ├── FetchError                    a remote page could not be fetched
+    │   └── UnsafeURLError
+    ├── EmbedderError                 the embedding model is unavailable
+    │   └── ModelMismatchError        the index was embedded with another model
+    ├── LLMError                      the language model endpoint failed
+    │   ├── LLMStreamError            one model call failed (`partial`: tokens were already sent)
+    │   └── AnswerFailed              an answer that ended in an `error` event
+    ├── RetrievalToolError            an MCP search server reported an error
+    └── InputError                    a request or argument is malformed
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class CitedocsError(Exception):
@@ -59,3 +82,27 @@ class LLMError(CitedocsError):
 
 class InputError(CitedocsError):
     """A request or argument is malformed."""
+
+
+class LLMStreamError(LLMError):
+    """A model call that failed; `partial` tells whether tokens had already been yielded."""
+
+    stage = "generation"
+
+    def __init__(self, message: str, hint: str = "", *, status: int | None = None, partial: bool = False):
+        super().__init__(message, hint)
+        self.status = status
+        self.partial = partial
+
+
+class AnswerFailed(LLMError):
+    """An answer that ended in an `error` event; `data` is that event's payload."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__(str(data.get("message", "The answer failed.")), str(data.get("hint", "")))
+        self.data = data
+        self.stage = str(data.get("stage", "internal"))
+
+
+class RetrievalToolError(CitedocsError):
+    """The MCP server ran the search tool and reported an error (not a connection problem)."""

@@ -12,19 +12,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from citedocs.embed.blob import FINGERPRINT_KEY
 from citedocs.embed.factory import make_embedder
 from citedocs.embed.lazy import LazyEmbedder
-from citedocs.embedding import FINGERPRINT_KEY, EmbedProgress, embed_pending
 from citedocs.errors import AccessDenied, InputError, NotFoundError
-from citedocs.folders import resolve_confined
-from citedocs.indexer import FolderIndexer, IndexProgress, ProgressCallback
+from citedocs.index.embedding import EmbedProgress, embed_pending
+from citedocs.index.folders import FolderIndexer, IndexProgress, ProgressCallback
 from citedocs.parsers import parse_file
 from citedocs.search.engine import SearchEngine, SearchResult
 from citedocs.settings import Settings
+from citedocs.sources.folders import resolve_confined
 from citedocs.store import Source, Store, open_store
 
 if TYPE_CHECKING:
-    from citedocs.sites import SiteService
+    from citedocs.answer.retriever import Retriever
+    from citedocs.answer.service import AnswerEvent, AnswerService
+    from citedocs.llm.client import ChatModel
+    from citedocs.sites.service import SiteService
 
 _log = logging.getLogger(__name__)
 
@@ -85,7 +89,7 @@ class Citedocs:
         """The llms.txt sites registry, built on first use (its link index is in memory)."""
         with self._sites_lock:
             if self._sites is None:
-                from citedocs.sites import SiteService
+                from citedocs.sites.service import SiteService
 
                 self._sites = SiteService(self.store, self.settings)
             return self._sites
@@ -256,11 +260,30 @@ class Citedocs:
         return self.engine.similar(found[0].id, str(resolved), k)
 
     # -- answers ----------------------------------------------------------------------------------
-    def ask(self, question: str, *, k: int | None = None, mode: str | None = None) -> dict[str, Any]:
-        """A cited, checked answer (sources plus every field of `done`); starts the configured model if needed."""
-        from citedocs.answer.oneshot import ask_blocking
+    def answer_service(
+        self, llm: ChatModel | None, *, retriever: Retriever | None = None, **options: Any
+    ) -> AnswerService:
+        """The one way to answer: this index (or `retriever`) through `llm`; servers keep one for their life."""
+        from citedocs.answer.retriever import LocalRetriever
+        from citedocs.answer.service import AnswerService
 
-        return ask_blocking(self, question, k=k, mode=mode)
+        return AnswerService(retriever or LocalRetriever(self), llm, self.settings, **options)
+
+    def ask(
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        mode: str | None = None,
+        on_event: Callable[[AnswerEvent], None] | None = None,
+    ) -> dict[str, Any]:
+        """A cited, checked answer (sources plus every field of `done`); starts the configured model if needed.
+
+        `on_event` sees each event as it happens (the CLI prints tokens as they stream)."""
+        from citedocs.answer.oneshot import ask_blocking
+        from citedocs.answer.retriever import LocalRetriever
+
+        return ask_blocking(LocalRetriever(self), self.settings, question, k=k, mode=mode, on_event=on_event)
 
     # -- reading ----------------------------------------------------------------------------------
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ReadResult:

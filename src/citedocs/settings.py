@@ -1,7 +1,7 @@
 """One Settings object, built at the entry point and passed down.
 
 Sources, highest first: explicit arguments, environment (`CITEDOCS_*`), `.env`, then `config.toml` in the
-platform config dir (or `CITEDOCS_CONFIG`).
+platform config dir (or `CITEDOCS_CONFIG`). `CITEDOCS_ENV_FILE` names another `.env` ("" for none).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import platformdirs
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
+    DotEnvSettingsSource,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
@@ -120,6 +121,9 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml = TomlConfigSettingsSource(settings_cls, toml_file=default_config_path())
+        env_file = os.environ.get("CITEDOCS_ENV_FILE")
+        if env_file is not None:  # another .env than the one in the working directory ("" for none)
+            dotenv_settings = DotEnvSettingsSource(settings_cls, env_file=env_file or None)
         return (init_settings, env_settings, dotenv_settings, toml)
 
     @property

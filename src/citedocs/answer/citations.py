@@ -19,9 +19,9 @@ from typing import Any
 
 from citedocs.answer.prompt import REFUSAL_SENTENCE
 from citedocs.answer.sentences import Marker, find_markers, parse_citations, split_sentences, strip_markers
-from citedocs.answer.terms import Terms, coverage, extract_terms, union
 from citedocs.errors import InputError
 from citedocs.hits import Hit
+from citedocs.text.terms import Terms, coverage, extract_terms, union
 
 __all__ = [
     "MIN_CONTRIBUTION",

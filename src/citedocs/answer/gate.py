@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from citedocs.answer.terms import Terms, coverage, extract_terms
 from citedocs.hits import Hit
+from citedocs.text.terms import Terms, coverage, extract_terms
 
 __all__ = [
     "DEFAULT_RELEVANCE_THRESHOLD",

@@ -9,28 +9,28 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from citedocs.answer.model import ModelHandle
+from citedocs.answer.retriever import Retriever
 from citedocs.answer.service import AnswerEvent, AnswerService, collect
 from citedocs.errors import LLMError
-
-if TYPE_CHECKING:
-    from citedocs.service import Citedocs
+from citedocs.llm.model import ModelHandle
+from citedocs.settings import Settings
 
 MODEL_START_TIMEOUT_S = 600.0
 
 
 async def ask_async(
-    app: Citedocs,
+    retriever: Retriever,
+    settings: Settings,
     question: str,
     *,
     k: int | None = None,
     mode: str | None = None,
     on_event: Callable[[AnswerEvent], None] | None = None,
 ) -> dict[str, Any]:
-    handle = ModelHandle.from_settings(app.settings)
-    service = AnswerService(app, handle.client, app.settings)
+    handle = ModelHandle.from_settings(settings)
+    service = AnswerService(retriever, handle.client, settings)
     prepared = await service.prepare(question, k=k, mode=mode)
     ready = asyncio.Event()
     try:
@@ -64,7 +64,7 @@ async def ask_async(
         await handle.stop()
 
 
-def ask_blocking(app: Citedocs, question: str, **kwargs: Any) -> dict[str, Any]:
+def ask_blocking(retriever: Retriever, settings: Settings, question: str, **kwargs: Any) -> dict[str, Any]:
     """Run `ask_async` on a fresh event loop in its own thread, so callers inside a loop can use it too."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, ask_async(app, question, **kwargs)).result()
+        return pool.submit(asyncio.run, ask_async(retriever, settings, question, **kwargs)).result()

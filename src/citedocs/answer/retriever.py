@@ -18,12 +18,11 @@ from typing import Any, Protocol
 
 import anyio
 
-from citedocs.errors import CitedocsError, FetchError
+from citedocs.errors import FetchError, RetrievalToolError
 from citedocs.hits import Hit
 from citedocs.search.engine import SearchResult
-from citedocs.service import Citedocs
 
-__all__ = ["CITEDOCS_ARGUMENTS", "LocalRetriever", "McpRetriever", "Retriever", "hit_from_mcp"]
+__all__ = ["CITEDOCS_ARGUMENTS", "LocalRetriever", "McpRetriever", "Retriever", "Searcher", "hit_from_mcp"]
 
 log = logging.getLogger(__name__)
 
@@ -37,16 +36,26 @@ class Retriever(Protocol):
     ) -> SearchResult: ...
 
 
+class Searcher(Protocol):
+    """A synchronous search over this process's index (the `Citedocs` facade is one)."""
+
+    def search(
+        self, query: str, *, k: int | None = None, mode: str | None = None, source: str | None = None
+    ) -> SearchResult: ...
+
+
 class LocalRetriever:
     """This process's index; SQLite is synchronous, so the search runs in a worker thread."""
 
-    def __init__(self, app: Citedocs) -> None:
-        self.app = app
+    def __init__(self, index: Searcher) -> None:
+        self.index = index
 
     async def search(
         self, query: str, *, k: int | None = None, mode: str | None = None, source: str | None = None
     ) -> SearchResult:
-        return await anyio.to_thread.run_sync(partial(self.app.search, query, k=k, mode=mode, source=source))
+        return await anyio.to_thread.run_sync(
+            partial(self.index.search, query, k=k, mode=mode, source=source)
+        )
 
 
 def hit_from_mcp(raw: Mapping[str, Any]) -> Hit:
@@ -64,10 +73,6 @@ def hit_from_mcp(raw: Mapping[str, Any]) -> Hit:
         text=str(raw.get("text") or raw.get("snippet") or ""),
         snippet=str(raw.get("snippet") or ""),
     )
-
-
-class RetrievalToolError(CitedocsError):
-    """The MCP server ran the search tool and reported an error (not a connection problem)."""
 
 
 class McpRetriever:

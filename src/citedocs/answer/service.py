@@ -19,14 +19,13 @@ from typing import Any, cast
 
 from citedocs.answer.citations import check_citations, is_refusal, repair_answer
 from citedocs.answer.gate import GateDecision, relevance_decision
-from citedocs.answer.llm import ChatModel, Finish, LLMEvent, LLMStreamError, TokenDelta
 from citedocs.answer.prompt import REFUSAL_SENTENCE, build_messages
-from citedocs.answer.retriever import LocalRetriever, Retriever
+from citedocs.answer.retriever import Retriever
 from citedocs.answer.stats import AnswerRecord, RollingStats
 from citedocs.answer.telemetry import AnswerTrace, Tracer, make_tracer
-from citedocs.errors import CitedocsError, InputError, LLMError, NotFoundError
+from citedocs.errors import AnswerFailed, CitedocsError, InputError, NotFoundError
 from citedocs.hits import Hit
-from citedocs.service import Citedocs
+from citedocs.llm.client import ChatModel, Finish, LLMEvent, LLMStreamError, TokenDelta
 from citedocs.settings import Settings
 
 __all__ = [
@@ -55,15 +54,6 @@ class AnswerEvent:
     @property
     def terminal(self) -> bool:
         return self.event in ("done", "error")
-
-
-class AnswerFailed(LLMError):
-    """An answer that ended in an `error` event; `data` is that event's payload."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        super().__init__(str(data.get("message", "The answer failed.")), str(data.get("hint", "")))
-        self.data = data
-        self.stage = str(data.get("stage", "internal"))
 
 
 def source_dict(n: int, hit: Hit) -> dict[str, Any]:
@@ -106,20 +96,18 @@ class PreparedAnswer:
 
 
 class AnswerService:
-    """Answers questions over one `Citedocs` index with one LLM endpoint."""
+    """Answers questions from one retriever (this index, or an MCP server) with one LLM endpoint."""
 
     def __init__(
         self,
-        app: Citedocs,
+        retriever: Retriever,
         llm: ChatModel | None,
         settings: Settings,
         *,
         tracer: Tracer | None = None,
         stats: RollingStats | None = None,
-        retriever: Retriever | None = None,
     ) -> None:
-        self.app = app
-        self.retriever = retriever if retriever is not None else LocalRetriever(app)
+        self.retriever = retriever
         self.llm = llm
         self.settings = settings
         self.tracer = tracer if tracer is not None else make_tracer(settings)

@@ -16,20 +16,20 @@ from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp
 
-from citedocs.answer.llm import ChatModel
-from citedocs.answer.model import ModelHandle
+from citedocs import __version__
 from citedocs.answer.retriever import Retriever
-from citedocs.answer.service import MAX_QUESTION_CHARS, AnswerFailed, AnswerService, PreparedAnswer
-from citedocs.api.limits import MAX_BODY_BYTES, AnswerSlots, BodyLimitMiddleware, BodyTooLarge, error_envelope
+from citedocs.answer.service import MAX_QUESTION_CHARS, AnswerFailed, PreparedAnswer
+from citedocs.api.errors import ApiError, api_error, install_error_handlers
+from citedocs.api.limits import MAX_BODY_BYTES, AnswerSlots, BodyLimitMiddleware, error_envelope
 from citedocs.api.streaming import AnswerEventStream, ClientGone, run_until_disconnect
 from citedocs.errors import CitedocsError, InputError, NotFoundError
+from citedocs.llm.client import ChatModel
+from citedocs.llm.model import ModelHandle
 from citedocs.search.engine import MAX_K
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
@@ -41,22 +41,12 @@ log = logging.getLogger(__name__)
 STATIC_DIR = Path(__file__).parent / "static"
 MAX_ANSWER_K = 20
 Mode = Literal["keyword", "semantic", "hybrid"]
-
-
-class ApiError(HTTPException):
-    """An HTTP error with a machine code and a hint that says what to do next."""
-
-    def __init__(
-        self,
-        status: int,
-        code: str,
-        message: str,
-        hint: str,
-        headers: Mapping[str, str] | None = None,
-        **extra: Any,
-    ) -> None:
-        super().__init__(status, message, dict(headers) if headers else None)
-        self.code, self.message, self.hint, self.extra = code, message, hint, extra
+VALIDATION_HINTS = {
+    "/ask": (f'Send JSON like {{"question": "How do I ...?"}} with a question of 1-{MAX_QUESTION_CHARS} '
+             f'characters, an optional integer k (1-{MAX_ANSWER_K}) and mode (keyword, semantic or hybrid).'),
+    "/search": (f'Send JSON like {{"query": "rotate logs"}} with a query of 1-{MAX_QUESTION_CHARS} characters, an '
+                f"optional integer k (1-{MAX_K}), mode (keyword, semantic or hybrid), source and file_type."),
+}  # fmt: skip
 
 
 class _Question(BaseModel):
@@ -97,7 +87,7 @@ class ApiState:
         self.settings = settings
         self.app = app
         self.model = model
-        self.answers = AnswerService(app, model.client, settings, retriever=retriever)
+        self.answers = app.answer_service(model.client, retriever=retriever)
         self.slots = AnswerSlots(settings.max_concurrent)
 
     def retry_after_s(self) -> int:
@@ -118,12 +108,10 @@ router = APIRouter()
 async def _prepare(state: ApiState, body: AskRequest) -> PreparedAnswer:
     try:
         return await state.answers.prepare(body.question, k=body.k, mode=body.mode, source=body.source)
-    except InputError as exc:
-        raise ApiError(422, "invalid_input", exc.message, exc.hint) from None
-    except NotFoundError as exc:
-        raise ApiError(404, "not_found", exc.message, exc.hint) from None
+    except (InputError, NotFoundError):
+        raise
     except CitedocsError as exc:
-        raise ApiError(502, "retrieval_failed", exc.message, exc.hint, stage="retrieval") from None
+        raise api_error(exc, stage="retrieval") from None
     except Exception:
         log.exception("retrieval failed")
         raise ApiError(500, "internal", "Searching the index failed.", "Try again; if it persists, check the "
@@ -172,18 +160,11 @@ async def ask(
 
 @router.post("/search")
 async def search(body: SearchRequest, state: StateDep) -> dict[str, Any]:
-    try:
-        result = await anyio.to_thread.run_sync(
-            lambda: state.app.search(
-                body.query, k=body.k, mode=body.mode, source=body.source, file_type=body.file_type
-            )
+    result = await anyio.to_thread.run_sync(
+        lambda: state.app.search(
+            body.query, k=body.k, mode=body.mode, source=body.source, file_type=body.file_type
         )
-    except InputError as exc:
-        raise ApiError(422, "invalid_input", exc.message, exc.hint) from None
-    except NotFoundError as exc:
-        raise ApiError(404, "not_found", exc.message, exc.hint) from None
-    except CitedocsError as exc:
-        raise ApiError(502, "search_failed", exc.message, exc.hint) from None
+    )
     return {"query": result.query, "mode": result.mode, "note": result.note,
             "hits": [hit.to_dict() for hit in result.hits]}  # fmt: skip
 
@@ -208,40 +189,6 @@ async def stats(state: StateDep) -> dict[str, Any]:
 @router.get("/", include_in_schema=False)
 async def page() -> FileResponse:
     return FileResponse(STATIC_DIR / "index.html", media_type="text/html; charset=utf-8")
-
-
-def _validation_message(exc: RequestValidationError) -> tuple[str, list[dict[str, Any]]]:
-    details = []
-    for error in exc.errors():
-        where = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body"
-        details.append({"field": where, "problem": str(error.get("msg", "invalid"))})
-    first = details[0] if details else {"field": "body", "problem": "invalid"}
-    return f"Invalid request: {first['field']}: {first['problem']}.", details
-
-
-def _install_error_handlers(app: FastAPI) -> None:
-    hint = (f'Send JSON like {{"question": "How do I ...?"}} with a question of 1-{MAX_QUESTION_CHARS} '
-            f"characters and an optional integer k (1-{MAX_ANSWER_K}).")  # fmt: skip
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        message, details = _validation_message(exc)
-        return JSONResponse(error_envelope("invalid_input", message, hint, details=details), status_code=422)
-
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        if isinstance(exc, ApiError):
-            envelope = error_envelope(exc.code, exc.message, exc.hint, **exc.extra)
-        elif isinstance(exc, BodyTooLarge):
-            envelope = error_envelope(
-                "body_too_large", str(exc.detail), f"Keep the body under {exc.limit} bytes."
-            )
-        else:
-            envelope = error_envelope(
-                "http_error", str(exc.detail), "See docs/http-api.md for the routes: POST /ask, POST /search, "
-                "GET /healthz, GET /stats, GET /.",
-            )  # fmt: skip
-        return JSONResponse(envelope, status_code=exc.status_code, headers=exc.headers)
 
 
 def create_app(
@@ -278,12 +225,12 @@ def create_app(
                 if app is None:
                     library.close()
 
-    api = FastAPI(title="citedocs", version="0.1.0", lifespan=lifespan, docs_url="/docs", redoc_url=None)
+    api = FastAPI(title="citedocs", version=__version__, lifespan=lifespan, docs_url="/docs", redoc_url=None)
     api.state.citedocs = state
     api.include_router(router)
     api.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for path, sub in mounts.items():
         api.mount(path, sub)
-    _install_error_handlers(api)
+    install_error_handlers(api, VALIDATION_HINTS)
     api.add_middleware(BodyLimitMiddleware, limit=MAX_BODY_BYTES, exempt=tuple(mounts))
     return api

@@ -14,9 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from citedocs.answer.citations import check_citations
-from citedocs.answer.llm import ChatModel, LLMClient
-from citedocs.answer.model import ModelHandle
-from citedocs.answer.service import AnswerFailed, AnswerService, collect
+from citedocs.answer.service import AnswerFailed, collect
 from citedocs.errors import LLMError
 from citedocs.eval.bootstrap import columns, summarize
 from citedocs.eval.cases import Case, sample_cases
@@ -32,6 +30,8 @@ from citedocs.eval.metrics import (
 )
 from citedocs.eval.runs import run_meta, write_pairs, write_run
 from citedocs.hits import Hit
+from citedocs.llm.client import ChatModel, LLMClient
+from citedocs.llm.model import ModelHandle
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 
@@ -115,7 +115,7 @@ async def _run(
     pairs: list[dict[str, Any]],
 ) -> tuple[dict[str, dict[str, float | None]], dict[str, dict[str, Any]], dict[str, Any]]:
     handle = ModelHandle.from_settings(settings)
-    service = AnswerService(app, handle.client, settings)
+    service = app.answer_service(handle.client)
     ready = asyncio.Event()
 
     def on_ready(client: LLMClient) -> None:

@@ -14,9 +14,9 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from citedocs.analysis import terms
-from citedocs.answer.llm import ChatModel
 from citedocs.answer.sentences import strip_markers
+from citedocs.llm.client import ChatModel
+from citedocs.text.analyzer import terms
 
 JUDGE_SYSTEM = (
     "You check whether a passage supports a sentence. Answer with one word: yes or no. "

@@ -13,7 +13,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from citedocs.answer.llm import ChatModel
 from citedocs.errors import InputError, NotFoundError
 from citedocs.eval.answers import judge_answer, judgeable, source_label
 from citedocs.eval.cases import Case
@@ -21,6 +20,7 @@ from citedocs.eval.judge import Judge
 from citedocs.eval.metrics import citation_precision, faithfulness
 from citedocs.eval.runs import read_jsonl, read_run, write_pairs, write_run
 from citedocs.hits import Hit
+from citedocs.llm.client import ChatModel
 from citedocs.service import Citedocs
 
 

@@ -18,6 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from citedocs import __version__
 from citedocs.errors import CitedocsError
 from citedocs.mcp.budget import DEFAULT_MAX_CHARS, fit_chars, fit_items, fit_lines
 from citedocs.mcp.shapes import (
@@ -83,6 +84,7 @@ def build_server(app: Citedocs, *, read_only: bool = False, max_chars: int | Non
     server = MCPServer(
         "citedocs",
         title="citedocs — search your folders and documentation sites",
+        version=__version__,
         instructions=instructions_for(app, read_only=read_only, max_chars=budget),
         log_level="WARNING",
     )

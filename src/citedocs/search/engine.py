@@ -14,16 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from citedocs.analysis import query_terms
+from citedocs.embed.blob import FINGERPRINT_KEY, matrix_from_blobs
 from citedocs.embed.lazy import LazyEmbedder
-from citedocs.embedding import FINGERPRINT_KEY
 from citedocs.errors import EmbedderError, InputError, ModelMismatchError
 from citedocs.hits import Hit
 from citedocs.search.hybrid import CANDIDATES, VectorSearch, fuse
 from citedocs.search.keyword import keyword_ranking
 from citedocs.search.snippets import make_snippet
-from citedocs.search.vectors import matrix_from_blobs
 from citedocs.store import Store, StoredChunk
+from citedocs.text.analyzer import query_terms
 
 MAX_K = 50
 MODES = ("keyword", "semantic", "hybrid")

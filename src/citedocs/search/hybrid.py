@@ -7,8 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from citedocs.embed.blob import matrix_from_blobs
 from citedocs.search.fusion import convex
-from citedocs.search.vectors import VectorMatrix, matrix_from_blobs
+from citedocs.search.vectors import VectorMatrix
 from citedocs.store import Store
 from citedocs.store.base import GenerationCached
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from citedocs.analysis import query_groups, query_terms
 from citedocs.store import Store
+from citedocs.text.analyzer import query_groups, query_terms
 
 HEADING_WEIGHT = 2.0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from citedocs.analysis import word_stem
+from citedocs.text.analyzer import word_stem
 
 _PLAIN = re.compile(r"\w+")
 

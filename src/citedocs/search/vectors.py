@@ -1,4 +1,4 @@
-"""Exact nearest neighbours over stored vectors with numpy, and the BLOB format they are stored in.
+"""Exact nearest neighbours over stored vectors with numpy (the BLOB format is `embed.blob`).
 
 Vectors are L2-normalised, so the dot product is the cosine. At ~10k × 384 a float32 matrix-vector product
 takes well under a millisecond on one core; exact search is cheaper than keeping an approximate index fresh.
@@ -9,38 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-
-from citedocs.errors import StoreError
-
-_FLOAT32_LE = np.dtype("<f4")
-
-
-def to_blob(vector: np.ndarray) -> bytes:
-    """A vector as little-endian float32 bytes, the same on every machine."""
-    return np.ascontiguousarray(vector, dtype=_FLOAT32_LE).tobytes()
-
-
-def from_blob(blob: bytes, dim: int | None = None) -> np.ndarray:
-    """The float32 vector stored by `to_blob`; `dim` checks the length."""
-    if len(blob) % 4:
-        raise StoreError(
-            f"A stored vector has {len(blob)} bytes, not a multiple of 4.", "Run `citedocs reindex`."
-        )
-    vector = np.frombuffer(blob, dtype=_FLOAT32_LE).astype(np.float32)
-    if dim is not None and vector.shape[0] != dim:
-        raise StoreError(
-            f"A stored vector has {vector.shape[0]} dimensions, the embedder has {dim}.",
-            "Run `citedocs reindex --force` to re-embed with the current model.",
-        )
-    return vector
-
-
-def matrix_from_blobs(blobs: Sequence[bytes], dim: int) -> np.ndarray:
-    """Many BLOBs as one [n, dim] float32 matrix (one copy, no per-row arrays)."""
-    joined = b"".join(blobs)
-    if len(joined) != len(blobs) * dim * 4:
-        raise StoreError("Stored vectors have mixed sizes.", "Run `citedocs reindex --force`.")
-    return np.frombuffer(joined, dtype=_FLOAT32_LE).astype(np.float32).reshape(len(blobs), dim)
 
 
 def quantise_int8(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

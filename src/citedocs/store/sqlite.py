@@ -12,11 +12,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from citedocs.analysis import fts_match
 from citedocs.errors import StoreError
 from citedocs.store.base import Connection, Store, document_filter, placeholders
 from citedocs.store.migrate import migrate
 from citedocs.store.records import ChunkRecord
+from citedocs.text.analyzer import fts_match
 
 
 def connect(path: Path | str) -> sqlite3.Connection:

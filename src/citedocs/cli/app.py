@@ -12,10 +12,10 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from citedocs.cli_common import DbOption, JsonOption, console, out, print_json, run, service, settings_for
+from citedocs.cli.common import DbOption, JsonOption, console, out, print_json, run, service, settings_for
 
 if TYPE_CHECKING:
-    from citedocs.indexer import IndexProgress
+    from citedocs.index.folders import IndexProgress
 
 app = typer.Typer(
     name="citedocs",
@@ -220,15 +220,14 @@ def ask(
     as_json: JsonOption = False,
 ) -> None:
     """Answer from your documents with a local LLM; every citation is checked before it is shown."""
-    from citedocs.answer.oneshot import ask_blocking
 
     def show(event: Any) -> None:
-        if event.kind == "token" and not as_json:
+        if event.event == "token" and not as_json:
             sys.stdout.write(event.data["text"])
             sys.stdout.flush()
 
     with service(db) as app_:
-        data = run(lambda: ask_blocking(app_, question, k=k, mode=mode, on_event=show))
+        data = run(lambda: app_.ask(question, k=k, mode=mode, on_event=show))
     if as_json:
         print_json(data)
         return
@@ -314,9 +313,9 @@ def parse_read_target(target: str) -> tuple[str, int | None, int | None]:
 
 
 def _register_subcommands() -> None:
-    from citedocs.cli_bench import bench_app
-    from citedocs.cli_eval import eval_app
-    from citedocs.cli_sites import register as register_sites
+    from citedocs.cli.bench import bench_app
+    from citedocs.cli.eval import eval_app
+    from citedocs.cli.sites import register as register_sites
 
     register_sites(app)
     app.add_typer(eval_app, name="eval")

@@ -24,12 +24,10 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import pairwise
-
-import Stemmer
 
 from citedocs.errors import InputError, NotFoundError
 from citedocs.sources.llmstxt import DocLink
+from citedocs.text.links import RAW_TOKEN, analyze, analyze_token, bigrams, tokenize
 
 __all__ = ["MAX_K", "SiteHit", "SiteIndex", "tokenize"]
 
@@ -42,90 +40,16 @@ _PAGE = 4
 _SNIPPET_CHARS = 220
 _SNIPPET_SCAN_CHARS = 300_000
 
-_STOPWORDS_TEXT = """
-a about above after again against all am an and any are as at be because been before being below between
-both but by can could did do does doing down during each few for from further had has have having he her
-here hers him his how i if in into is it its itself just me more most my no nor not of off on once only or
-other our ours out over own same she should so some such than that the their theirs them then there these
-they this those through to too under until up very was we were what when where which while who whom why will
-with would you your yours
-"""
-_STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
-_RAW_TOKEN = re.compile(r"(?:--?|[@#$])?[^\W_](?:\w|[./\-:@+#'’](?=[^\W_]))*")
-_CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z0-9]+")
-_TECHNICAL = re.compile(r"[./\-:@+#$_]|[a-z][A-Z]|[A-Z]{2,}[a-z]|[A-Za-z]\d|\d[A-Za-z]")
 _HEX_ID = re.compile(r"^[0-9a-f]{12,}$")
 _FILE_SUFFIX = re.compile(r"(?:\.html?|\.mdx?|\.txt)+$", re.I)
 _URL_PATH = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*")
 _FRAGMENT_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
-_local = threading.local()
-
-
-def _stem(word: str) -> str:
-    stemmer = getattr(_local, "stemmer", None)
-    if stemmer is None:
-        stemmer = _local.stemmer = Stemmer.Stemmer("english")
-    result: str = stemmer.stemWord(word)
-    return result
-
-
-def _word_terms(word: str) -> tuple[str, ...]:
-    """A plain lower-case word: its stem, plus the exact form when stemming changed it."""
-    if word in _STOPWORDS:
-        return ()
-    stem = _stem(word)
-    return (stem,) if stem == word else (stem, word)
-
-
-@lru_cache(maxsize=65_536)
-def _analyze_token(raw: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(index terms, stems in reading order for bigrams) of one raw token."""
-    raw = re.sub(r"['’]s$", "", raw)
-    raw = raw.replace("'", "").replace("’", "")
-    if not raw:
-        return (), ()
-    if not _TECHNICAL.search(raw):
-        plain = _word_terms(raw.lower())
-        return plain, plain[:1]
-    terms = [raw.lower().rstrip(".:")]
-    stems: list[str] = []
-    for chunk in re.findall(r"[^\W_]+", raw):
-        parts = _CAMEL_PART.findall(chunk) if chunk.isascii() else [chunk]
-        for part in parts:
-            part_terms = _word_terms(part.lower())
-            terms.extend(t for t in part_terms if t not in terms)
-            stems.extend(part_terms[:1])
-        if len(parts) > 2:  # upgradeWebSocket should answer "websocket" too
-            terms.extend(j for a, b in pairwise(parts) if (j := (a + b).lower()) not in terms)
-    return tuple(terms), tuple(stems)
-
-
-def _analyze(text: str) -> tuple[list[str], list[str]]:
-    terms: list[str] = []
-    stems: list[str] = []
-    for match in _RAW_TOKEN.finditer(text):
-        token_terms, token_stems = _analyze_token(match.group())
-        terms.extend(token_terms)
-        stems.extend(token_stems)
-    return terms, stems
-
-
-def tokenize(text: str) -> list[str]:
-    """Index terms of `text`: stems of plain words (plus their exact form when it differs), and for technical
-    tokens (`useState`, `snake_case`, `v2.3`, `--flag`, `@hono/zod`) the whole token unstemmed plus its parts.
-    English stop words are dropped. Pure; the same analysis serves documents and queries."""
-    return _analyze(text)[0]
-
-
-def _bigrams(stems: list[str]) -> list[str]:
-    return [f"{a} {b}" for a, b in pairwise(stems)]
-
 
 def _field_terms(text: str) -> tuple[tuple[str, ...], int]:
     """Unigram and bigram occurrences of one field, and its length in unigrams."""
-    terms, stems = _analyze(text)
-    return (*terms, *_bigrams(stems)), len(terms)
+    terms, stems = analyze(text)
+    return (*terms, *bigrams(stems)), len(terms)
 
 
 @lru_cache(maxsize=4096)
@@ -284,9 +208,9 @@ class SiteIndex:
             raise InputError(
                 f"k must be between 1 and {MAX_K}, got {k!r}.", f"Ask for at most {MAX_K} results."
             )
-        terms, stems = _analyze(query)
+        terms, stems = analyze(query)
         weighted = dict.fromkeys(terms, 1.0)
-        weighted.update(dict.fromkeys(_bigrams(stems), BIGRAM_WEIGHT))
+        weighted.update(dict.fromkeys(bigrams(stems), BIGRAM_WEIGHT))
         if not weighted:
             return []
         with self._lock:
@@ -351,16 +275,16 @@ def _fragments(text: str) -> list[str]:
 def _mark(fragment: str, marks: set[str]) -> str:
     def replace(match: re.Match[str]) -> str:
         word = match.group()
-        return f"**{word}**" if marks.intersection(_analyze_token(word)[0]) else word
+        return f"**{word}**" if marks.intersection(analyze_token(word)[0]) else word
 
-    return _RAW_TOKEN.sub(replace, fragment)
+    return RAW_TOKEN.sub(replace, fragment)
 
 
 def _window(fragment: str, marks: set[str]) -> str:
     """At most _SNIPPET_CHARS of the fragment, starting a little before its first matching word."""
     if len(fragment) <= _SNIPPET_CHARS:
         return fragment
-    first = next((m.start() for m in _RAW_TOKEN.finditer(fragment) if marks & set(tokenize(m.group()))), 0)
+    first = next((m.start() for m in RAW_TOKEN.finditer(fragment) if marks & set(tokenize(m.group()))), 0)
     start = max(0, min(first - 40, len(fragment) - _SNIPPET_CHARS))
     start = fragment.rfind(" ", 0, start) + 1 if start else 0
     cut = fragment[start : start + _SNIPPET_CHARS]

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from citedocs.chunker import chunk_segments
 from citedocs.errors import InputError
 from citedocs.eval.metrics import mrr_at_k, ndcg_at_k, recall_at_k
-from citedocs.indexer import chunk_records
+from citedocs.index.ingest import ingest
 from citedocs.parsers.base import Segment
 from citedocs.search.hybrid import fuse
 from citedocs.search.keyword import keyword_ranking
@@ -78,12 +77,10 @@ def index_beir(app: Citedocs, data: BeirData) -> float:
     for doc_id, (title, text) in data.corpus.items():
         body = text or title
         segment = Segment(body, (title,) if title else (), 1, body.count("\n") + 1)
-        drafts = chunk_segments([segment], target=s.chunk_tokens, overlap=s.chunk_overlap,
-                                min_tokens=s.chunk_min_tokens, max_tokens=s.chunk_max_tokens)  # fmt: skip
         record = DocumentRecord(
             f"beir://{doc_id}", doc_id, "text", len(body), 0, None, "indexed", title=title
         )
-        app.store.replace_document(source.id, record, chunk_records(doc_id, None, drafts))
+        ingest(app.store, source.id, record, [segment], s, title_terms=False)
     app.embed()
     return time.perf_counter() - started
 

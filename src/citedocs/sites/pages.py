@@ -9,12 +9,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from urllib.parse import urldefrag
 
-from citedocs.chunker import chunk_segments
 from citedocs.errors import AccessDenied, CitedocsError, FetchError
-from citedocs.indexer import chunk_records
+from citedocs.index.ingest import ingest
 from citedocs.parsers.markdown import parse_markdown
 from citedocs.settings import Settings
-from citedocs.sites_model import FetchedPage, PageCache, first_heading, page_markdown, sha256_text
+from citedocs.sites.model import FetchedPage, PageCache, first_heading, page_markdown, sha256_text
 from citedocs.sources.fetch import FetchResult, GuardedFetcher
 from citedocs.sources.ssrf import site_prefix, within_prefix
 from citedocs.store import DocumentRecord, Source, Store
@@ -71,15 +70,11 @@ class SitePages:
     def save(self, source: Source, page: StoredPage) -> None:
         """Chunk the page into the main index (a document whose path is the URL), then keep its copy."""
         parsed = parse_markdown(page.markdown.encode("utf-8"), page.url)
-        s = self.settings
-        drafts = chunk_segments(parsed.segments, target=s.chunk_tokens, overlap=s.chunk_overlap,
-                                min_tokens=s.chunk_min_tokens, max_tokens=s.chunk_max_tokens)  # fmt: skip
         record = DocumentRecord(
             path=page.url, rel_path=page.url, format="markdown", size=len(page.markdown.encode("utf-8")),
-            mtime_ns=None, sha256=page.sha256, status="indexed" if drafts else "empty",
-            reason=None if drafts else "no text", title=page.title,
+            mtime_ns=None, sha256=page.sha256, status="indexed", title=page.title,
         )  # fmt: skip
-        self.store.replace_document(source.id, record, chunk_records(page.url, page.title, drafts))
+        ingest(self.store, source.id, record, parsed.segments, self.settings)
         self.tables.put_page(source.id, page)
         self.cache.drop(urls={page.url})
         self._on_page_text(source, page.url, page.markdown)

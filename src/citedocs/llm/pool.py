@@ -21,9 +21,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Se
 from dataclasses import dataclass
 from typing import Any, cast
 
-from citedocs.answer.llm import Completion, LLMClient, LLMEvent, LLMStreamError
-from citedocs.answer.wire import redact_url
 from citedocs.errors import LLMError
+from citedocs.llm.client import Completion, LLMClient, LLMEvent, LLMStreamError
+from citedocs.llm.wire import redact_url
 from citedocs.settings import Settings
 
 __all__ = ["LLMPool", "split_urls"]

@@ -19,7 +19,8 @@ from typing import Any, Protocol
 
 import httpx
 
-from citedocs.answer.wire import (
+from citedocs.errors import LLMError, LLMStreamError
+from citedocs.llm.wire import (
     error_detail,
     error_text,
     estimate_tokens,
@@ -29,7 +30,6 @@ from citedocs.answer.wire import (
     retry_after_seconds,
     sse_data,
 )
-from citedocs.errors import LLMError
 from citedocs.settings import Settings
 
 __all__ = [
@@ -47,17 +47,6 @@ __all__ = [
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 # A Retry-After longer than this is not waited for: the caller hears "busy" at once instead.
 MAX_RETRY_AFTER_S = 30.0
-
-
-class LLMStreamError(LLMError):
-    """A model call that failed; `partial` tells whether tokens had already been yielded."""
-
-    stage = "generation"
-
-    def __init__(self, message: str, hint: str = "", *, status: int | None = None, partial: bool = False):
-        super().__init__(message, hint)
-        self.status = status
-        self.partial = partial
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +104,7 @@ class Completion:
 
 
 class ChatModel(Protocol):
-    """What callers need from a model: one endpoint (`LLMClient`) or several (`citedocs.answer.pool.LLMPool`)."""
+    """What callers need from a model: one endpoint (`LLMClient`) or several (`citedocs.llm.pool.LLMPool`)."""
 
     @property
     def base_url(self) -> str: ...

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from citedocs.cli_common import DbOption, JsonOption, out, print_json, run, settings_for
+from citedocs.cli.common import DbOption, JsonOption, out, print_json, run, settings_for
 
 eval_app = typer.Typer(help="Evaluate retrieval and answers; gate regressions.", no_args_is_help=True)
 
@@ -80,9 +80,9 @@ def eval_answer(
     as_json: JsonOption = False,
 ) -> None:
     """Answers with the configured LLM: key-fact recall, refusals, citation precision, faithfulness (95% CIs)."""
-    from citedocs.answer.llm import LLMClient
     from citedocs.eval.answers import run_answer_eval
     from citedocs.eval.cases import load_cases
+    from citedocs.llm.client import LLMClient
 
     settings = settings_for(db)
     if k is not None:
@@ -118,10 +118,10 @@ def eval_rejudge(
     as_json: JsonOption = False,
 ) -> None:
     """Judge a run's answers again (no regeneration) and, with --grades, report agreement with hand grades."""
-    from citedocs.answer.llm import LLMClient
     from citedocs.eval.cases import load_cases
     from citedocs.eval.rejudge import judge_agreement, rejudge_run
     from citedocs.eval.runs import read_jsonl
+    from citedocs.llm.client import LLMClient
     from citedocs.service import Citedocs
 
     settings = settings_for(str(index_db))

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from citedocs.cli_common import DbOption, JsonOption, out, print_json, run, settings_for
+from citedocs.cli.common import DbOption, JsonOption, out, print_json, run, settings_for
 
 bench_app = typer.Typer(
     help="Benchmarks (quality and speed) with the production pipeline.", no_args_is_help=True
@@ -25,7 +25,7 @@ def bench_beir(
     as_json: JsonOption = False,
 ) -> None:
     """nDCG@10, recall@100, MRR@10, index time and query latency on a BEIR data set."""
-    from citedocs.beir import run_beir
+    from citedocs.eval.beir import run_beir
 
     result = run(lambda: run_beir(folder, settings_for(db), split=split, mode=mode))
     if as_json:

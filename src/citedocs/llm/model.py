@@ -14,10 +14,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from citedocs.answer.llama import LlamaServer
-from citedocs.answer.llm import ChatModel, LLMClient
-from citedocs.answer.pool import LLMPool, split_urls
-from citedocs.answer.wire import redact_url
+from citedocs.llm.client import ChatModel, LLMClient
+from citedocs.llm.llama import LlamaServer
+from citedocs.llm.pool import LLMPool, split_urls
+from citedocs.llm.wire import redact_url
 from citedocs.settings import Settings
 
 __all__ = ["ModelHandle"]

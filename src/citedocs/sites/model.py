@@ -12,7 +12,7 @@ from typing import Any
 
 from citedocs.errors import FetchError
 from citedocs.parsers.html import html_to_markdown
-from citedocs.sources import sites_rank
+from citedocs.sites import rank as sites_rank
 from citedocs.sources.fetch import FetchResult
 from citedocs.sources.llmstxt import InlinePage
 

@@ -10,13 +10,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from citedocs.embed.blob import FINGERPRINT_KEY, to_blob
 from citedocs.embed.lazy import LazyEmbedder
 from citedocs.errors import ModelMismatchError
-from citedocs.indexer import embedding_input
-from citedocs.search.vectors import to_blob
+from citedocs.index.records import embedding_input
 from citedocs.store import Store
-
-FINGERPRINT_KEY = "embed_fingerprint"
 
 
 @dataclass(slots=True)

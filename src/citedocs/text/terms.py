@@ -2,45 +2,24 @@
 
 Three kinds, weighted by how much they pin a fact down: numbers (`8080`, `3.5`, `89.01`) must match exactly,
 identifiers (`requestState`, `config.toml`, `claude-3-haiku-20240307`) match unstemmed, and the remaining
-words are stemmed content words, stopwords removed.
+words are stemmed content words, with `CONTENT_STOPWORDS` and framing words removed (see `analyzer`).
 """
 
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import Stemmer
+from citedocs.text.analyzer import CONTENT_STOPWORDS, stem_words, word_set
 
 NUMBER_WEIGHT = 3.0
 IDENTIFIER_WEIGHT = 2.0
 WORD_WEIGHT = 1.0
 
 
-def _word_set(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-STOPWORDS = _word_set(
-    """
-    a about above after again against all also am an and any are aren't as at be because been before
-    being below between both but by can can't cannot could couldn't did didn't do does doesn't doing
-    don't down during each either etc even ever every few for from further get gets got had hadn't
-    has hasn't have haven't having he her here hers herself him himself his how however i i'd i'm
-    i've if in into is isn't it it's its itself just let's may me might more most much must mustn't
-    my myself neither no nor not now of off on once one only or other others ought our ours
-    ourselves out over own per rather same shall shan't she should shouldn't since so some such than
-    that that's the their theirs them themselves then there there's these they they're this those
-    through thus to too under until up upon us very via was wasn't we we're were weren't what what's
-    when where whether which while who whom whose why will with within without won't would wouldn't
-    yes yet you you'd you'll you're you've your yours yourself yourselves e.g i.e vs
-    """
-)
-
 # Words that frame an answer rather than state a fact ("According to the documentation, ...").
-FRAMING_WORDS = _word_set(
+FRAMING_WORDS = word_set(
     """
     according answer based describe described describes document documentation documents example
     follow following indicate indicates mention mentioned mentions note noted notes passage passages
@@ -60,17 +39,6 @@ _TOKEN_RE = re.compile(
 _CAMEL_RE = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]{2}")
 _SEPARATOR_RE = re.compile(r"([.\-/:_])")
 MAX_IDENTIFIER_PARTS = 8
-
-_local = threading.local()
-
-
-def _stemmer() -> Stemmer.Stemmer:
-    """PyStemmer objects are not thread-safe, so each thread keeps its own."""
-    stemmer: Stemmer.Stemmer | None = getattr(_local, "stemmer", None)
-    if stemmer is None:
-        stemmer = Stemmer.Stemmer("english")
-        _local.stemmer = stemmer
-    return stemmer
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +109,7 @@ def extract_terms(text: str, *, keep_parts: bool = False) -> Terms:
         token = token.strip("'")
         lower = token.lower()
         if _is_identifier(token):
-            if lower.rstrip(".") in STOPWORDS:
+            if lower.rstrip(".") in CONTENT_STOPWORDS:
                 continue
             identifiers.add(lower.rstrip(".:-/"))
             if keep_parts:
@@ -149,13 +117,13 @@ def extract_terms(text: str, *, keep_parts: bool = False) -> Terms:
                 for part in _SEPARATOR_RE.split(lower)[::2]:
                     if part.isdigit():
                         numbers.add(part)
-                    elif part and part not in STOPWORDS:
+                    elif part and part not in CONTENT_STOPWORDS:
                         words.append(part)
             continue
-        if lower in STOPWORDS or lower in FRAMING_WORDS or len(lower) < 2:
+        if lower in CONTENT_STOPWORDS or lower in FRAMING_WORDS or len(lower) < 2:
             continue
         words.append(lower.removesuffix("'s"))
-    stems = frozenset(_stemmer().stemWords(words)) if words else frozenset()
+    stems = frozenset(stem_words(words)) if words else frozenset()
     return Terms(frozenset(numbers), frozenset(identifiers), stems)
 
 

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from citedocs.cli_common import DbOption, JsonOption, out, print_json, run, service
+from citedocs.cli.common import DbOption, JsonOption, out, print_json, run, service
 
 if TYPE_CHECKING:
-    from citedocs.sites import SiteService
-    from citedocs.sites_model import SiteInfo
+    from citedocs.sites.model import SiteInfo
+    from citedocs.sites.service import SiteService
 
 
 @contextmanager

@@ -12,13 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from citedocs.analysis import index_text
-from citedocs.chunker import ChunkDraft, chunk_segments
 from citedocs.errors import ParseError
-from citedocs.folders import DEFAULT_IGNORED_DIRS, FoundFile, walk_folder
+from citedocs.index.ingest import ingest
 from citedocs.parsers import SUPPORTED_EXTENSIONS, format_for, parse_file
 from citedocs.settings import Settings
-from citedocs.store import ChunkRecord, DocumentRecord, Source, Store
+from citedocs.sources.folders import DEFAULT_IGNORED_DIRS, FoundFile, walk_folder
+from citedocs.store import DocumentRecord, Source, Store
 
 
 @dataclass(slots=True)
@@ -36,43 +35,6 @@ class IndexProgress:
 
 
 ProgressCallback = Callable[[IndexProgress], None]
-
-
-def chunk_id_for(rel_path: str, heading: str, text: str, seen: dict[str, int]) -> str:
-    """Short content-hash id: stable while the text, its heading and its file stay the same."""
-    digest = hashlib.sha256(f"{rel_path}\0{heading}\0{text}".encode()).hexdigest()[:16]
-    n = seen.get(digest, 0)
-    seen[digest] = n + 1
-    return digest if n == 0 else f"{digest[:13]}-{n}"
-
-
-def embedding_input(heading: str, text: str) -> str:
-    """What the embedder sees: the heading path gives a short passage its context."""
-    return f"{heading}\n{text}" if heading else text
-
-
-def chunk_records(rel_path: str, title: str | None, drafts: list[ChunkDraft]) -> list[ChunkRecord]:
-    seen: dict[str, int] = {}
-    name_terms = index_text(Path(rel_path).stem.replace("__", " ") + " " + (title or ""))
-    records = []
-    for ord_, draft in enumerate(drafts):
-        records.append(
-            ChunkRecord(
-                chunk_id=chunk_id_for(rel_path, draft.heading, draft.text, seen),
-                ord=ord_,
-                heading=draft.heading,
-                page_start=draft.page_start,
-                page_end=draft.page_end,
-                line_start=draft.line_start,
-                line_end=draft.line_end,
-                text=draft.text,
-                sha256=hashlib.sha256(embedding_input(draft.heading, draft.text).encode()).hexdigest(),
-                tokens=draft.tokens,
-                heading_terms=f"{name_terms} {index_text(draft.heading)}",
-                body_terms=index_text(draft.text),
-            )
-        )
-    return records
 
 
 class FolderIndexer:
@@ -180,19 +142,10 @@ class FolderIndexer:
         except Exception as exc:  # a parser bug must not stop the other files
             self._fail(source, record, f"parser error ({type(exc).__name__}: {exc})", state)
             return
-        drafts = chunk_segments(
-            parsed.segments,
-            target=self.settings.chunk_tokens,
-            overlap=self.settings.chunk_overlap,
-            min_tokens=self.settings.chunk_min_tokens,
-            max_tokens=self.settings.chunk_max_tokens,
-        )
         record.format = parsed.format
         record.title = parsed.title
         record.pages = parsed.pages
-        if not drafts:
-            record.status, record.reason = "empty", "no text"
-        self.store.replace_document(source.id, record, chunk_records(item.rel_path, parsed.title, drafts))
+        ingest(self.store, source.id, record, parsed.segments, self.settings)
         state.indexed += 1
 
     def _fail(self, source: Source, record: DocumentRecord, reason: str, state: IndexProgress) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from citedocs.errors import CitedocsError, FetchError, InputError, NotFoundError
 from citedocs.settings import Settings
-from citedocs.sites_model import (
+from citedocs.sites.model import (
     DEFAULT_SITES,
     FAILURE_BACKOFF_S,
     FetchedPage,
@@ -30,10 +30,10 @@ from citedocs.sites_model import (
     sha256_bytes,
     sha256_text,
 )
-from citedocs.sites_pages import SitePages
+from citedocs.sites.pages import SitePages
+from citedocs.sites.rank import MAX_K, SiteIndex
 from citedocs.sources.fetch import FetchResult, GuardedFetcher
 from citedocs.sources.llmstxt import DocLink, LlmsTxt, parse_llms_txt
-from citedocs.sources.sites_rank import MAX_K, SiteIndex
 from citedocs.sources.ssrf import check_url, within_prefix
 from citedocs.store import Source, Store
 from citedocs.store.site_tables import SiteState, SiteTables, StoredPage

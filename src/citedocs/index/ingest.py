@@ -1,0 +1,50 @@
+"""One step for every kind of document: chunk its segments and replace its stored version in one transaction.
+
+Folders, site pages and the BEIR loader all go through `ingest`, so a chunking setting or a record field means
+the same thing whatever the document came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from citedocs.chunker import ChunkDraft, chunk_segments
+from citedocs.index.records import chunk_records
+from citedocs.parsers.base import Segment
+from citedocs.settings import Settings
+from citedocs.store import DocumentRecord, Store
+
+__all__ = ["chunk_document", "ingest"]
+
+
+def chunk_document(segments: Sequence[Segment], settings: Settings) -> list[ChunkDraft]:
+    """The chunker with the chunk sizes of `settings`."""
+    return chunk_segments(
+        list(segments),
+        target=settings.chunk_tokens,
+        overlap=settings.chunk_overlap,
+        min_tokens=settings.chunk_min_tokens,
+        max_tokens=settings.chunk_max_tokens,
+    )
+
+
+def ingest(
+    store: Store,
+    source_id: int,
+    record: DocumentRecord,
+    segments: Sequence[Segment],
+    settings: Settings,
+    *,
+    title_terms: bool = True,
+) -> int:
+    """Chunk `segments` and store them as `record` (an empty document is kept, marked "empty").
+
+    `record.rel_path` names the document in chunk ids and in its name terms; `title_terms=False` leaves the
+    title out of them (BEIR puts the title in the heading already). Returns the number of chunks.
+    """
+    drafts = chunk_document(segments, settings)
+    if not drafts and record.status == "indexed":
+        record.status, record.reason = "empty", "no text"
+    title = record.title if title_terms else None
+    store.replace_document(source_id, record, chunk_records(record.rel_path, title, drafts))
+    return len(drafts)

@@ -1,0 +1,1 @@
+"""Text analysis shared by the index, the relevance gate, the citation checker and link ranking."""

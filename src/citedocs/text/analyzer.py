@@ -1,0 +1,157 @@
+"""The one text analysis of citedocs: a shared stemmer and stopword list, and the terms each caller needs.
+
+Every caller splits text with the same Snowball English stemmer (one per thread: PyStemmer objects are not
+thread-safe) and drops words from one base stopword list, plus the additions named below. They differ on
+purpose, because they answer different questions:
+
+| caller | module | terms | stopwords | why it differs |
+|---|---|---|---|---|
+| keyword index (BM25) and its queries | `analyzer.terms`, `query_terms` | every token, stemmed; identifiers whole and split (`snake_case` → `snake`, `case`, `snake_case`) | `INDEX_STOPWORDS`, dropped from queries only | documents keep every term (term frequencies); FTS5 sees the same tokens |
+| relevance gate, citation checker | `terms.extract_terms` | numbers exact, identifiers unstemmed, content words stemmed | `CONTENT_STOPWORDS` | a claim is supported by its facts: framing and hedging words prove nothing |
+| llms.txt link ranking (BM25F) | `links.tokenize` | stems plus the exact form, technical tokens whole and split, bigrams | `LINK_STOPWORDS` | titles are a few words: the exact form and word pairs carry the match |
+
+Prose is stemmed; identifiers stay findable whole and by their parts: `useState` gives `use`, `state`,
+`usestate`; `--dry-run` gives `dry`, `run` and `--dry-run`; `v2.3` gives `v2`, `3` and `v2.3`. FTS5 sees the
+result through a tokenizer whose token characters include `_ . -`, so a whole identifier is one FTS term.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+
+import Stemmer
+
+__all__ = [
+    "BASE_STOPWORDS",
+    "CONTENT_STOPWORDS",
+    "FTS_TOKENIZER",
+    "INDEX_STOPWORDS",
+    "LINK_STOPWORDS",
+    "fts_match",
+    "index_text",
+    "query_groups",
+    "query_terms",
+    "stem_word",
+    "stem_words",
+    "terms",
+    "word_set",
+    "word_stem",
+]
+
+
+def word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# English function words (the Snowball list less its reflexive pronouns): every caller drops these.
+BASE_STOPWORDS = word_set(
+    """
+    a about above after again against all am an and any are as at be because been before being below between
+    both but by can could did do does doing down during each few for from further had has have having he her
+    here hers him his how i if in into is it its itself just me more most my no nor not of off on once only or
+    other our ours out over own same she should so some such than that the their theirs them then there these
+    they this those through to too under until up very was we were what when where which while who whom why
+    will with would you your yours
+    """
+)
+REFLEXIVES = word_set("herself himself myself ourselves themselves yourself yourselves")
+# What the index tokenizer leaves of "it's" and "don't".
+CONTRACTION_FRAGMENTS = word_set("s t")
+# Contractions, hedges and connectives: words a sentence can share with any passage without sharing a fact.
+CONTENT_ADDITIONS = word_set(
+    """
+    also aren't can't cannot couldn't didn't doesn't don't e.g either etc even ever every get gets got hadn't
+    hasn't haven't however i'd i'm i've i.e isn't it's let's may might much must mustn't neither now one others
+    ought per rather shall shan't shouldn't since that's there's they're thus upon us via vs wasn't we're
+    weren't what's whether whose within without won't wouldn't yes yet you'd you'll you're you've
+    """
+)
+
+INDEX_STOPWORDS = BASE_STOPWORDS | REFLEXIVES | CONTRACTION_FRAGMENTS
+CONTENT_STOPWORDS = BASE_STOPWORDS | REFLEXIVES | CONTENT_ADDITIONS
+LINK_STOPWORDS = BASE_STOPWORDS
+
+_local = threading.local()
+
+
+def _stemmer() -> Stemmer.Stemmer:
+    stemmer: Stemmer.Stemmer | None = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer
+
+
+def stem_word(word: str) -> str:
+    """The Snowball English stem of one lower-case word (thread-safe)."""
+    result: str = _stemmer().stemWord(word)
+    return result
+
+
+def stem_words(words: list[str]) -> list[str]:
+    result: list[str] = _stemmer().stemWords(words)
+    return result
+
+
+RAW_TOKEN = re.compile(r"-{0,2}\w+(?:[._\-/:@]\w+)*")
+_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+", re.UNICODE)
+_FULL_UNSAFE = re.compile(r"[^\w.\-]")
+FTS_TOKENIZER = "unicode61 remove_diacritics 2 tokenchars '_.-'"
+
+
+@functools.lru_cache(maxsize=65536)
+def _analyse_token(raw: str) -> tuple[str, ...]:
+    parts = [p.lower() for p in _PART.findall(raw)]
+    if not parts:
+        return ()
+    out = [p if p.isdigit() else stem_word(p) for p in parts]
+    if len(parts) > 1 or raw.startswith("-"):
+        out.append(_FULL_UNSAFE.sub("_", raw.lower()))
+    return tuple(out)
+
+
+def terms(text: str) -> list[str]:
+    """Index terms of a text, in order, with repeats (BM25 needs term frequencies)."""
+    out: list[str] = []
+    for raw in RAW_TOKEN.findall(text):
+        out.extend(_analyse_token(raw))
+    return out
+
+
+def index_text(text: str) -> str:
+    return " ".join(terms(text))
+
+
+def query_groups(query: str) -> list[tuple[str, ...]]:
+    """Per query token, its analysed terms; a compound identifier's whole form comes last."""
+    groups: dict[tuple[str, ...], None] = {}
+    for raw in RAW_TOKEN.findall(query):
+        analysed = _analyse_token(raw)
+        if analysed and raw.lower() not in INDEX_STOPWORDS:
+            groups.setdefault(analysed, None)
+    return list(groups)
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct query terms, stopwords dropped unless nothing else is left."""
+    seen: dict[str, None] = {}
+    kept: dict[str, None] = {}
+    for raw in RAW_TOKEN.findall(query):
+        lowered = raw.lower()
+        for term in _analyse_token(raw):
+            seen.setdefault(term, None)
+            if lowered not in INDEX_STOPWORDS and term not in INDEX_STOPWORDS:
+                kept.setdefault(term, None)
+    return list(kept or seen)
+
+
+def fts_match(query_terms_: list[str]) -> str:
+    """An FTS5 MATCH expression that cannot be a syntax error: every term quoted, joined by OR."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in query_terms_)
+
+
+def word_stem(word: str) -> str:
+    """The stem used for highlighting: the same analysis as indexing, for one word."""
+    analysed = _analyse_token(word)
+    return analysed[0] if len(analysed) == 1 else word.lower()
