@@ -18,9 +18,10 @@ import bm25s
 import Stemmer
 from _env import SHARED_DATA, median, pct, print_header
 
+from citedocs.sites import rank as sites_rank
 from citedocs.sites.rank import SiteIndex
-from citedocs.sources import sites_rank
 from citedocs.sources.llmstxt import DocLink, parse_llms_txt
+from citedocs.text import links
 
 QUERIES = [
     "routing", "middleware jwt", "mock timers", "snapshot testing", "coverage", "agent tools",
@@ -57,7 +58,7 @@ def synth_llms_txt(links: list[DocLink], count: int, seed: int) -> str:
 
 
 def clear_caches() -> None:
-    sites_rank._analyze_token.cache_clear()
+    links.analyze_token.cache_clear()
     sites_rank._label_terms.cache_clear()
 
 
