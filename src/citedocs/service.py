@@ -12,17 +12,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from citedocs.embed.auto import CHOICE_KEY, AutoEmbedder, choice_from_fingerprint
 from citedocs.embed.blob import FINGERPRINT_KEY
 from citedocs.embed.factory import make_embedder
 from citedocs.embed.lazy import LazyEmbedder
 from citedocs.errors import AccessDenied, InputError, NotFoundError
 from citedocs.index.embedding import EmbedProgress, embed_pending
 from citedocs.index.folders import FolderIndexer, IndexProgress, ProgressCallback
+from citedocs.index.reanalysis import STALE_NOTE, mark_analyzed, needs_reanalysis
 from citedocs.parsers import parse_file
 from citedocs.search.engine import SearchEngine, SearchResult
 from citedocs.settings import Settings
 from citedocs.sources.folders import resolve_confined
 from citedocs.store import Source, Store, open_store
+from citedocs.text import cjk
 
 if TYPE_CHECKING:
     from citedocs.answer.retriever import Retriever
@@ -66,16 +69,23 @@ class SourceInfo:
 class Citedocs:
     def __init__(self, settings: Settings, store: Store | None = None) -> None:
         self.settings = settings
+        cjk.configure(settings.cjk_segmenter)
         self.store = store if store is not None else open_store(settings.db)
         self._index_lock = threading.RLock()
         self._sites_lock = (
             threading.Lock()
         )  # apart from the index lock: a site search must not wait for indexing
-        self.embedder: LazyEmbedder | None = make_embedder(settings)
+        self.embedder: LazyEmbedder | None = make_embedder(settings, self._embedder_choice())
         self.engine = SearchEngine(self.store, self.embedder, settings.search_mode)
         self._embed_thread: threading.Thread | None = None
         self._closing = threading.Event()
         self._sites: SiteService | None = None
+
+    def _embedder_choice(self) -> str | None:
+        """What an "auto" embedder chose for this index (or, for an older index, what embedded it)."""
+        return self.store.get_meta(CHOICE_KEY) or choice_from_fingerprint(
+            self.store.get_meta(FINGERPRINT_KEY)
+        )
 
     def close(self) -> None:
         self._closing.set()
@@ -165,13 +175,16 @@ class Citedocs:
         sources = [self.find_source(name)] if name else self.store.list_sources("folder")
         reports = []
         with self._index_lock:
+            stale = needs_reanalysis(self.store)
             indexer = FolderIndexer(self.store, self.settings, progress)
             for source in sources:
                 with self.store.source_lock(source.id):  # one indexer per source across processes
                     if source.kind == "folder":
-                        reports.append(indexer.index(source, force=force))
+                        reports.append(indexer.index(source, force=force or stale))
                     elif name:
                         self.sites.refresh(source.name)
+            if stale and not name:
+                mark_analyzed(self.store)
         return reports
 
     def embed(
@@ -183,6 +196,9 @@ class Citedocs:
         with self._index_lock:
             if force:
                 self.store.clear_vectors()
+                if isinstance(self.embedder.inner, AutoEmbedder):  # re-embedding everything: choose again
+                    self.store.set_meta(CHOICE_KEY, "")
+                    self.embedder.inner.reset()
             return embed_pending(self.store, self.embedder, batch=self.settings.embed_batch, progress=progress,
                                  should_stop=self._closing.is_set)  # fmt: skip
 
@@ -248,8 +264,11 @@ class Citedocs:
     ) -> SearchResult:
         """Ranked passages; `note` says when a degraded mode (keyword while the model loads) answered."""
         source_ids = [self.find_source(source).id] if source else None
-        return self.engine.search(query, k=self.settings.top_k if k is None else k, mode=mode,
-                                  source_ids=source_ids, file_type=file_type, wait_for_model=wait_for_model)  # fmt: skip
+        result = self.engine.search(query, k=self.settings.top_k if k is None else k, mode=mode,
+                                    source_ids=source_ids, file_type=file_type, wait_for_model=wait_for_model)  # fmt: skip
+        if needs_reanalysis(self.store):
+            result.note = f"{result.note} {STALE_NOTE}" if result.note else STALE_NOTE
+        return result
 
     def find_similar(self, path: str, k: int = 5) -> SearchResult:
         """Files most like the given one (inside a registered folder)."""

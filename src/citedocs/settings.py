@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator
@@ -52,9 +52,12 @@ class Settings(BaseSettings):
     # search
     top_k: int = 5
     search_mode: str = "hybrid"
+    # how Japanese is cut into words: "auto" (SudachiPy when installed), "sudachi" or "bigram"
+    cjk_segmenter: Literal["auto", "sudachi", "bigram"] = "auto"
 
-    # embeddings: "local" (packaged model), "none", "http" (OpenAI-compatible), "st:<model>"
-    embedder: str = "local"
+    # embeddings: "auto" (packaged MiniLM, or multilingual e5 for a mostly-CJK index), "local" (MiniLM),
+    # "local:e5", "none", "http" (OpenAI-compatible), "st:<model>"
+    embedder: str = "auto"
     embed_base_url: str = ""
     embed_model: str = ""
     embed_api_key: SecretStr = SecretStr("")

@@ -19,8 +19,10 @@ CITATION_RE = re.compile(
 _CODE_RE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]+`", re.DOTALL)
 _LIST_ITEM_RE = re.compile(r"[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]+")
 _HEADING_RE = re.compile(r"[ \t]*#{1,6}[ \t]+")
-_TERMINAL_RE = re.compile(r"[.!?]+")
-_CLOSERS = "\"')”’*_"
+_TERMINAL_RE = re.compile(r"[.!?]+|[。！？．]+")
+# Full-width terminals (Japanese, Chinese) end a sentence with no space after them.
+_FULL_WIDTH_TERMINALS = frozenset("。！？．")
+_CLOSERS = "\"')”’*_」』）】〉》"
 _OPENERS = "\"'“‘`(*_["
 
 
@@ -181,6 +183,7 @@ def _boundary(masked: str, match: re.Match[str], end: int) -> int | None:
     """Where the sentence ending at `match` stops (after closers and citations), or None if it does not."""
     if match.group(0) == "." and _is_abbreviation(masked, match.start()):
         return None
+    full_width = match.group(0)[0] in _FULL_WIDTH_TERMINALS
     pos = match.end()
     while pos < end and masked[pos] in _CLOSERS:
         pos += 1
@@ -195,6 +198,8 @@ def _boundary(masked: str, match: re.Match[str], end: int) -> int | None:
         pos = cut = citation.end()
     if cut >= end:
         return end
+    if full_width:
+        return cut
     if not masked[cut].isspace():
         return None
     nxt = cut

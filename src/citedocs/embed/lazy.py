@@ -20,11 +20,14 @@ class LazyEmbedder:
 
     def __init__(self, inner: Embedder) -> None:
         self.inner = inner
-        self.name = inner.name
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._state = "not_loaded"
         self._error: CitedocsError | None = None
+
+    @property
+    def name(self) -> str:
+        return self.inner.name  # an "auto" embedder names its model once it has chosen
 
     @property
     def state(self) -> str:

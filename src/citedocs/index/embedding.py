@@ -10,11 +10,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from citedocs.embed.auto import CHOICE_KEY, AutoEmbedder
 from citedocs.embed.blob import FINGERPRINT_KEY, to_blob
 from citedocs.embed.lazy import LazyEmbedder
 from citedocs.errors import ModelMismatchError
 from citedocs.index.records import embedding_input
 from citedocs.store import Store
+
+# Passages an "auto" embedder looks at to choose its model.
+CHOICE_SAMPLE = 256
 
 
 @dataclass(slots=True)
@@ -47,6 +51,13 @@ def embed_pending(
     should_stop: Callable[[], bool] | None = None,
 ) -> EmbedProgress:
     started = time.perf_counter()
+    auto = embedder.inner if isinstance(embedder.inner, AutoEmbedder) else None
+    if auto is not None and not auto.decided:
+        sample = store.chunks_without_vectors(CHOICE_SAMPLE)
+        if not sample:  # nothing to embed: decide when there is
+            have, total = store.vector_counts()
+            return EmbedProgress(total=total, done=have)
+        store.set_meta(CHOICE_KEY, auto.choose([text for _, _, text in sample]))
     check_fingerprint(store, embedder)
     have, total = store.vector_counts()
     state = EmbedProgress(total=total, done=have)

@@ -159,6 +159,10 @@ class Store(ABC):
         now = self._generation_now()
         return now != generation, now
 
+    def holds_cjk_text(self) -> bool:
+        """Whether any chunk holds Chinese, Japanese or Korean text (an index migration asks)."""
+        raise NotImplementedError
+
     def get_meta(self, key: str) -> str | None:
         row = self._conn().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])

@@ -313,6 +313,14 @@ class PostgresStore(Store):
         rows = self._conn().execute(sql, args).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
+    def holds_cjk_text(self) -> bool:
+        row = (
+            self._conn()
+            .execute("SELECT 1 FROM chunks WHERE text ~ '[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]' LIMIT 1")
+            .fetchone()
+        )
+        return row is not None
+
     def term_document_counts(self, terms: Sequence[str]) -> dict[str, int]:
         if not terms:
             return {}

@@ -114,6 +114,17 @@ class SQLiteStore(Store):
             raise StoreError(f"Keyword search failed: {exc}.", "Report this query as a bug.") from exc
         return [(int(r[0]), float(r[1])) for r in rows]
 
+    def holds_cjk_text(self) -> bool:
+        # GLOB ranges compare code points: hiragana to katakana, CJK ideographs (with ext. A), Hangul.
+        row = (
+            self._conn()
+            .execute(
+                "SELECT 1 FROM chunks WHERE text GLOB '*[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]*' LIMIT 1"
+            )
+            .fetchone()
+        )
+        return row is not None
+
     def term_document_counts(self, terms: Sequence[str]) -> dict[str, int]:
         if not terms:
             return {}

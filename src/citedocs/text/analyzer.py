@@ -20,8 +20,11 @@ from __future__ import annotations
 import functools
 import re
 import threading
+from collections.abc import Iterator
 
 import Stemmer
+
+from citedocs.text.cjk import CJK_RUN, cjk_words, content_cjk_words, is_japanese, normalize
 
 __all__ = [
     "BASE_STOPWORDS",
@@ -111,11 +114,38 @@ def _analyse_token(raw: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+# A raw token, or a CJK word and whether it can carry a fact (particles and endings cannot).
+_Token = tuple[str, bool, bool]
+
+
+def _tokens(text: str) -> Iterator[_Token]:
+    """(raw token or CJK word, is CJK, is content) in reading order; CJK runs are cut by `cjk`."""
+    text = normalize(text)
+    japanese = is_japanese(text)
+    for raw in RAW_TOKEN.findall(text):
+        if raw.isascii() or CJK_RUN.search(raw) is None:
+            yield raw, False, True
+            continue
+        pos = 0
+        for match in CJK_RUN.finditer(raw):
+            for sub in RAW_TOKEN.findall(raw[pos : match.start()]):
+                yield sub, False, True
+            content = set(content_cjk_words(match.group(), japanese))
+            for word in cjk_words(match.group(), japanese):
+                yield word, True, word in content
+            pos = match.end()
+        for sub in RAW_TOKEN.findall(raw[pos:]):
+            yield sub, False, True
+
+
 def terms(text: str) -> list[str]:
     """Index terms of a text, in order, with repeats (BM25 needs term frequencies)."""
     out: list[str] = []
-    for raw in RAW_TOKEN.findall(text):
-        out.extend(_analyse_token(raw))
+    for raw, cjk, _ in _tokens(text):
+        if cjk:
+            out.append(raw)
+        else:
+            out.extend(_analyse_token(raw))
     return out
 
 
@@ -123,25 +153,30 @@ def index_text(text: str) -> str:
     return " ".join(terms(text))
 
 
+def _is_stopword(raw: str, cjk: bool, content: bool) -> bool:
+    return not content if cjk else raw.lower() in INDEX_STOPWORDS
+
+
 def query_groups(query: str) -> list[tuple[str, ...]]:
-    """Per query token, its analysed terms; a compound identifier's whole form comes last."""
+    """Per query token, its analysed terms; a compound identifier's whole form comes last (a CJK word is a
+    group of its own)."""
     groups: dict[tuple[str, ...], None] = {}
-    for raw in RAW_TOKEN.findall(query):
-        analysed = _analyse_token(raw)
-        if analysed and raw.lower() not in INDEX_STOPWORDS:
+    for raw, cjk, content in _tokens(query):
+        analysed = (raw,) if cjk else _analyse_token(raw)
+        if analysed and not _is_stopword(raw, cjk, content):
             groups.setdefault(analysed, None)
     return list(groups)
 
 
 def query_terms(query: str) -> list[str]:
-    """Distinct query terms, stopwords dropped unless nothing else is left."""
+    """Distinct query terms, stopwords (and CJK particles) dropped unless nothing else is left."""
     seen: dict[str, None] = {}
     kept: dict[str, None] = {}
-    for raw in RAW_TOKEN.findall(query):
-        lowered = raw.lower()
-        for term in _analyse_token(raw):
+    for raw, cjk, content in _tokens(query):
+        stop = _is_stopword(raw, cjk, content)
+        for term in (raw,) if cjk else _analyse_token(raw):
             seen.setdefault(term, None)
-            if lowered not in INDEX_STOPWORDS and term not in INDEX_STOPWORDS:
+            if not stop and term not in INDEX_STOPWORDS:
                 kept.setdefault(term, None)
     return list(kept or seen)
 

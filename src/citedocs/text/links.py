@@ -12,6 +12,7 @@ from functools import lru_cache
 from itertools import pairwise
 
 from citedocs.text.analyzer import LINK_STOPWORDS, stem_word
+from citedocs.text.cjk import CJK_RUN, content_cjk_words, is_japanese, normalize
 
 __all__ = ["RAW_TOKEN", "analyze", "analyze_token", "bigrams", "tokenize"]
 
@@ -52,12 +53,30 @@ def analyze_token(raw: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def analyze(text: str) -> tuple[list[str], list[str]]:
+    """(terms, stems in reading order); CJK runs give their content words (`cjk`), as in the index."""
     terms: list[str] = []
     stems: list[str] = []
+    text = normalize(text)
+    japanese = is_japanese(text)
     for match in RAW_TOKEN.finditer(text):
-        token_terms, token_stems = analyze_token(match.group())
-        terms.extend(token_terms)
-        stems.extend(token_stems)
+        raw = match.group()
+        if raw.isascii() or CJK_RUN.search(raw) is None:
+            token_terms, token_stems = analyze_token(raw)
+            terms.extend(token_terms)
+            stems.extend(token_stems)
+            continue
+        for piece in re.split(f"({CJK_RUN.pattern})", raw):
+            if not piece:
+                continue
+            if CJK_RUN.fullmatch(piece):
+                words = content_cjk_words(piece, japanese)
+                terms.extend(words)
+                stems.extend(words)
+            else:
+                for sub in RAW_TOKEN.findall(piece):
+                    token_terms, token_stems = analyze_token(sub)
+                    terms.extend(token_terms)
+                    stems.extend(token_stems)
     return terms, stems
 
 

@@ -2,7 +2,8 @@
 
 Three kinds, weighted by how much they pin a fact down: numbers (`8080`, `3.5`, `89.01`) must match exactly,
 identifiers (`requestState`, `config.toml`, `claude-3-haiku-20240307`) match unstemmed, and the remaining
-words are stemmed content words, with `CONTENT_STOPWORDS` and framing words removed (see `analyzer`).
+words are stemmed content words, with `CONTENT_STOPWORDS` and framing words removed (see `analyzer`). CJK text
+contributes the words that state facts (`cjk`: nouns and adjectives) as words.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from citedocs.text.analyzer import CONTENT_STOPWORDS, stem_words, word_set
+from citedocs.text.cjk import CJK_RUN, content_cjk_words, has_cjk, is_japanese, normalize
 
 NUMBER_WEIGHT = 3.0
 IDENTIFIER_WEIGHT = 2.0
@@ -26,6 +28,11 @@ FRAMING_WORDS = word_set(
     provide provided provides refer say says see shown source sources specifically state stated
     states
     """
+)
+
+# The same for Japanese, as the analyzer's normalised forms ("according to the documentation" = ドキュメントによると).
+CJK_FRAMING_WORDS = word_set(
+    "よる いつ 何 どこ どう どの どれ 誰 なぜ 何故 如何 ドキュメント 文書 資料 記載 説明 参照 によると 依る 従う 通り 情報 以下 上記 回答 答え 為る 有る 居る 成る 出来る 事 物 其れ 此れ"
 )
 
 _TOKEN_RE = re.compile(
@@ -101,6 +108,13 @@ def extract_terms(text: str, *, keep_parts: bool = False) -> Terms:
     numbers: set[str] = set()
     identifiers: set[str] = set()
     words: list[str] = []
+    cjk: set[str] = set()
+    if has_cjk(text):
+        text = normalize(text)
+        japanese = is_japanese(text)
+        for run in CJK_RUN.findall(text):
+            cjk.update(w for w in content_cjk_words(run, japanese, facts=True) if w not in CJK_FRAMING_WORDS)
+        text = CJK_RUN.sub(" ", text)
     for match in _TOKEN_RE.finditer(text):
         token = match.group(0)
         if token[0].isdigit() or token[0] == "$":
@@ -124,7 +138,7 @@ def extract_terms(text: str, *, keep_parts: bool = False) -> Terms:
             continue
         words.append(lower.removesuffix("'s"))
     stems = frozenset(stem_words(words)) if words else frozenset()
-    return Terms(frozenset(numbers), frozenset(identifiers), stems)
+    return Terms(frozenset(numbers), frozenset(identifiers), stems | cjk)
 
 
 def union(terms: Iterable[Terms]) -> Terms:
