@@ -19,7 +19,7 @@ from citedocs.errors import CitedocsError, ParseError
 from citedocs.index.ingest import ingest
 from citedocs.parsers import SUPPORTED_EXTENSIONS, format_for, parse_bytes
 from citedocs.settings import Settings
-from citedocs.sources.confined import Escapes, FolderHandle
+from citedocs.sources.confined import FolderHandle
 from citedocs.sources.folders import DEFAULT_IGNORED_DIRS, FoundFile, walk_folder
 from citedocs.store import DocumentRecord, Source, Store
 
@@ -155,9 +155,6 @@ class FolderIndexer:
             return
         try:
             data = handle.read(item.rel_path, max_bytes, item.identity)
-        except Escapes:
-            self._fail(source, record, "a symlink that leaves the registered folder; not read", state)
-            return
         except CitedocsError as exc:
             self._fail(source, record, exc.message, state)
             return

@@ -39,12 +39,12 @@ class Budget:
             )
         self.used += more
         if self.limit is not None and self.used > self.limit:
-            raise over_budget(self.name, "its text", self.used, self.limit)
+            raise over_budget(self.name, "its text comes to more than", self.used, self.limit)
 
 
 def over_budget(name: str, what: str, size: int, limit: int) -> ParseError:
     return ParseError(
-        f"{name}: {what} comes to more than {size / _MB:.1f} MB, over the {limit / _MB:g} MB budget "
+        f"{name}: {what} {size / _MB:.1f} MB, over the {limit / _MB:g} MB budget "
         f"({EXPANSION}x the file size cap); not read",
         "A file that expands this much is usually a decompression bomb; if it is genuine, raise CITEDOCS_MAX_FILE_MB.",
     )

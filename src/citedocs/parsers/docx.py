@@ -122,14 +122,14 @@ def check_package(data: bytes, name: str) -> None:
             members = package.infolist()
             declared = sum(info.file_size for info in members)
             if limit is not None and declared > limit:
-                raise over_budget(name, "unzipped, it", declared, limit)
+                raise over_budget(name, "unzipped, it declares", declared, limit)
             total = 0
             for info in members:
                 with package.open(info) as member:
                     while piece := member.read(1 << 20):
                         total += len(piece)
                         if limit is not None and total > limit:
-                            raise over_budget(name, "unzipped, it", total, limit)
+                            raise over_budget(name, "unzipped, it comes to more than", total, limit)
                         checkpoint()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, OSError, EOFError) as exc:
         raise ParseError(f"{name}: not a readable .docx ({type(exc).__name__}: {exc})", _UNREADABLE) from exc

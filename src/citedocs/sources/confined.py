@@ -15,6 +15,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import TracebackType
+from typing import Literal
 
 from citedocs.errors import AccessDenied, NotFoundError, ParseError
 
@@ -26,23 +27,38 @@ Identity = tuple[int, int]  # (st_dev, st_ino)
 _NOT_A_FILE = "Pass the path of a file inside a registered folder."
 
 
-class Escapes(AccessDenied):
-    """A path (or a link in it) that leads out of the registered folder."""
+RefusalKind = Literal["outside", "not-a-file", "missing", "denied"]
 
 
-class NotAFile(AccessDenied):
-    """A path that leads to a folder, FIFO, socket or device: never read."""
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a path was not opened: `kind` for the walk and the indexer, `error` for the user."""
 
-    def __init__(self, shown: str, mode: int) -> None:
-        super().__init__(f"{shown} is {kind_of(mode)}, not a file; it is not read.", _NOT_A_FILE)
-        self.mode = mode
+    kind: RefusalKind
+    error: AccessDenied | NotFoundError
+    mode: int = 0  # the file type found, for "not-a-file"
 
 
-def outside(path: str) -> Escapes:
-    return Escapes(
+class _Refused(Exception):
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.error.message)
+        self.refusal = refusal
+
+
+def outside(path: str) -> AccessDenied:
+    return AccessDenied(
         f"{path} is outside every registered folder.",
         "Only files inside folders added with `citedocs add` can be read; run `citedocs list` to see them.",
     )
+
+
+def _outside(shown: str) -> _Refused:
+    return _Refused(Refusal("outside", outside(shown)))
+
+
+def _not_a_file(shown: str, mode: int) -> _Refused:
+    error = AccessDenied(f"{shown} is {kind_of(mode)}, not a file; it is not read.", _NOT_A_FILE)
+    return _Refused(Refusal("not-a-file", error, mode))
 
 
 def kind_of(mode: int) -> str:
@@ -117,12 +133,24 @@ class FolderHandle:
         """The components of an absolute link target below this folder, else Escapes."""
         pure = PurePosixPath(target)
         if not pure.is_relative_to(self.path):
-            raise outside(shown)
+            raise _outside(shown)
         return list(pure.relative_to(self.path).parts)
 
     def open_file(self, rel: str | PurePosixPath, shown: str | None = None) -> Opened:
-        """Open `rel` (relative to the folder) as a regular file; Escapes, NotFoundError, AccessDenied."""
-        shown = shown or str(rel)
+        """Open `rel` (relative to the folder) as a regular file, else AccessDenied or NotFoundError."""
+        found = self.lookup(rel, shown)
+        if isinstance(found, Refusal):
+            raise found.error
+        return found
+
+    def lookup(self, rel: str | PurePosixPath, shown: str | None = None) -> Opened | Refusal:
+        """Open `rel` (relative to the folder) as a regular file, or say why not; the caller closes the fd."""
+        try:
+            return self._open(rel, shown or str(rel))
+        except _Refused as refused:
+            return refused.refusal
+
+    def _open(self, rel: str | PurePosixPath, shown: str) -> Opened:
         pending = list(reversed([p for p in PurePosixPath(rel).parts if p not in ("", ".", "/")]))
         held: list[int] = []
         names: list[str] = []
@@ -134,7 +162,7 @@ class FolderHandle:
                     continue
                 if name == "..":
                     if not names:
-                        raise outside(shown)
+                        raise _outside(shown)
                     names.pop()
                     os.close(held.pop())
                     continue
@@ -155,11 +183,12 @@ class FolderHandle:
                             pending.append(name)
                             continue
                         if exc.errno in (errno.ENXIO, errno.EOPNOTSUPP):
-                            raise NotAFile(shown, stat.S_IFSOCK) from exc
+                            raise _not_a_file(shown, stat.S_IFSOCK) from exc
                         raise _not_found(shown, exc) from exc
                     links += 1
                     if links > MAX_LINKS:
-                        raise AccessDenied(f"{shown}: too many levels of symlinks.", _NOT_A_FILE) from exc
+                        error = AccessDenied(f"{shown}: too many levels of symlinks.", _NOT_A_FILE)
+                        raise _Refused(Refusal("denied", error)) from exc
                     if target.startswith("/"):
                         parts = self._inside(target, shown)
                         while held:
@@ -173,14 +202,18 @@ class FolderHandle:
                     return _checked(fd, shown, (*names, name))
                 held.append(fd)
                 names.append(name)
-            raise NotAFile(shown, stat.S_IFDIR)
+            raise _not_a_file(shown, stat.S_IFDIR)
         finally:
             for fd in held:
                 os.close(fd)
 
     def read(self, rel: str, max_bytes: int | None = None, expected: Identity | None = None) -> bytes:
         """The bytes of a regular file inside the folder, read from the descriptor that was checked."""
-        opened = self.open_file(rel)
+        opened = self.lookup(rel)
+        if isinstance(opened, Refusal):
+            if opened.kind == "outside":
+                raise AccessDenied(f"{rel}: a symlink that leaves the registered folder; not read")
+            raise opened.error
         try:
             if expected is not None and opened.identity != tuple(expected):
                 raise ParseError(
@@ -192,19 +225,21 @@ class FolderHandle:
             os.close(opened.fd)
 
 
-def _not_found(shown: str, exc: OSError) -> AccessDenied | NotFoundError:
+def _not_found(shown: str, exc: OSError) -> _Refused:
     if exc.errno in (errno.EACCES, errno.EPERM):
-        return AccessDenied(f"{shown}: cannot read ({exc.strerror}).", "Check its permissions.")
-    return NotFoundError(
+        denied = AccessDenied(f"{shown}: cannot read ({exc.strerror}).", "Check its permissions.")
+        return _Refused(Refusal("denied", denied))
+    missing = NotFoundError(
         f"{shown} does not exist in any registered folder.", "Check the path with `citedocs list`."
     )
+    return _Refused(Refusal("missing", missing))
 
 
 def _checked(fd: int, shown: str, parts: tuple[str, ...]) -> Opened:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise NotAFile(shown, info.st_mode)
+        raise _not_a_file(shown, info.st_mode)
     return Opened(fd, info, parts)
 
 

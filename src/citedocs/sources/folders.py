@@ -17,11 +17,10 @@ from pathlib import Path
 from citedocs.errors import AccessDenied, NotFoundError
 from citedocs.sources.confined import (
     _DIR_FLAGS,
-    Escapes,
     FolderHandle,
     Identity,
-    NotAFile,
     Opened,
+    Refusal,
     kind_of,
     outside,
     size_cap_problem,
@@ -163,16 +162,17 @@ def _found(handle: FolderHandle, rel: str, info: os.stat_result, max_bytes: int 
 def _through_link(handle: FolderHandle, rel: str, max_bytes: int | None) -> FoundFile | None:
     """A symlink is listed as the file it leads to when that file is inside the folder."""
     path = handle.path / rel
-    try:
-        opened = handle.open_file(rel)
-    except Escapes:
-        return FoundFile(path, rel, 0, 0, "a symlink that leaves the registered folder; not read")
-    except NotAFile as exc:
-        if stat.S_ISDIR(exc.mode):
-            return None  # links to folders are not followed
-        return FoundFile(path, rel, 0, 0, f"a symlink to {kind_of(exc.mode)}, not a regular file; not read")
-    except (AccessDenied, NotFoundError) as exc:
-        return FoundFile(path, rel, 0, 0, f"cannot read: {exc.message}")
+    opened = handle.lookup(rel)
+    if isinstance(opened, Refusal):
+        if opened.kind == "outside":
+            return FoundFile(path, rel, 0, 0, "a symlink that leaves the registered folder; not read")
+        if opened.kind == "not-a-file":
+            if stat.S_ISDIR(opened.mode):
+                return None  # links to folders are not followed
+            return FoundFile(
+                path, rel, 0, 0, f"a symlink to {kind_of(opened.mode)}, not a regular file; not read"
+            )
+        return FoundFile(path, rel, 0, 0, f"cannot read: {opened.error.message}")
     os.close(opened.fd)
     return _found(handle, rel, opened.stat, max_bytes)
 
@@ -206,16 +206,25 @@ def open_confined(
         raise AccessDenied("No folder is registered.", "Register one with `citedocs add PATH` first.")
     attempts = _attempts(path, folders)
     escaped = False
+    refused: AccessDenied | NotFoundError | None = None
     for folder, rel in attempts:
-        with pin(folder) as handle:
-            try:
-                return folder, handle.open_file(rel, path)
-            except Escapes:
-                escaped = True
-            except NotFoundError:
-                continue
+        try:
+            handle = pin(folder)
+        except (AccessDenied, NotFoundError) as exc:  # that folder moved or vanished; the others may hold it
+            refused = exc
+            continue
+        with handle:
+            found = handle.lookup(rel, path)
+        if isinstance(found, Opened):
+            return folder, found
+        if found.kind == "outside":
+            escaped = True
+        elif found.kind != "missing":
+            raise found.error
     if escaped or not attempts:
         raise outside(path)
+    if refused is not None:
+        raise refused
     raise NotFoundError(
         f"{path} does not exist in any registered folder.", "Check the path with `citedocs list`."
     )
