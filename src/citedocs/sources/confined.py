@@ -88,7 +88,8 @@ class FolderHandle:
     def __init__(self, path: Path, fd: int) -> None:
         self.path = path
         self.fd = fd
-        self.identity: Identity = (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
+        info = os.fstat(fd)
+        self.identity: Identity = (info.st_dev, info.st_ino)
 
     @classmethod
     def pin(cls, path: Path, expected: Identity | None = None) -> FolderHandle:
