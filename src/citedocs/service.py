@@ -6,6 +6,7 @@ It owns the store and the search engine for one Settings; front ends only transl
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -18,12 +19,13 @@ from citedocs.embed.factory import make_embedder
 from citedocs.embed.lazy import LazyEmbedder
 from citedocs.errors import AccessDenied, InputError, NotFoundError
 from citedocs.index.embedding import EmbedProgress, embed_pending
-from citedocs.index.folders import FolderIndexer, IndexProgress, ProgressCallback
+from citedocs.index.folders import FolderIndexer, IndexProgress, ProgressCallback, pin_source
 from citedocs.index.reanalysis import STALE_NOTE, mark_analyzed, needs_reanalysis
-from citedocs.parsers import parse_file
+from citedocs.parsers import parse_bytes
 from citedocs.search.engine import SearchEngine, SearchResult
 from citedocs.settings import Settings
-from citedocs.sources.folders import resolve_confined
+from citedocs.sources.confined import FolderHandle, Opened, read_capped
+from citedocs.sources.folders import open_confined, system_folder_problem
 from citedocs.store import Source, Store, open_store
 from citedocs.text import cjk
 
@@ -80,6 +82,11 @@ class Citedocs:
         self._embed_thread: threading.Thread | None = None
         self._closing = threading.Event()
         self._sites: SiteService | None = None
+        # Which folder the indexer is on, and which are being removed: `remove` waits for the first to
+        # leave a folder it has asked to stop, so no write for a deleted folder can follow its deletion.
+        self._indexing = threading.Condition()
+        self._active_source: int | None = None
+        self._cancelled: set[int] = set()
 
     def _embedder_choice(self) -> str | None:
         """What an "auto" embedder chose for this index (or, for an older index, what embedded it)."""
@@ -114,8 +121,15 @@ class Citedocs:
 
     # -- folders ----------------------------------------------------------------------------------
     def add_folder(
-        self, path: str | Path, include: Sequence[str] = (), exclude: Sequence[str] = ()
+        self,
+        path: str | Path,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        *,
+        allow_system_folder: bool = False,
     ) -> Source:
+        """Register a folder; the filesystem root, system trees (/proc, /etc, …) and the whole home folder are
+        refused unless `allow_system_folder` (the CLI's --allow-system-folder; MCP never passes it)."""
         folder = Path(path).expanduser()
         try:
             resolved = folder.resolve(strict=True)
@@ -123,6 +137,13 @@ class Citedocs:
             raise NotFoundError(f"{path} does not exist.", "Check the path and try again.") from exc
         if not resolved.is_dir():
             raise InputError(f"{path} is a file, not a folder.", "Register the folder that contains it.")
+        problem = system_folder_problem(resolved)
+        if problem and not allow_system_folder:
+            raise AccessDenied(
+                f"{problem}; registering it would let every client read what is in it.",
+                "Register the folder that holds your documents instead; to register this one anyway, run "
+                f"`citedocs add --allow-system-folder {resolved}` (MCP clients cannot).",
+            )
         for existing in self.store.list_sources("folder"):
             other = Path(existing.uri)
             if resolved == other:
@@ -132,8 +153,10 @@ class Citedocs:
                     f"{resolved} is already covered by the registered folder {other}.",
                     "Search it with `--folder` instead of registering it again.",
                 )
+        with FolderHandle.pin(resolved) as handle:
+            identity = list(handle.identity)
         return self.store.add_source("folder", str(resolved), str(resolved),
-                                     {"include": list(include), "exclude": list(exclude)})  # fmt: skip
+                                     {"include": list(include), "exclude": list(exclude), "identity": identity})  # fmt: skip
 
     def folders(self) -> list[Path]:
         return [Path(s.uri) for s in self.store.list_sources("folder")]
@@ -154,11 +177,21 @@ class Citedocs:
         return source
 
     def remove(self, name_or_path: str) -> Source:
+        """Unregister and purge; a folder being indexed is cancelled first (between two files) and waited for."""
         source = self.find_source(name_or_path)
         if source.kind == "site":
             self.sites.remove(source.name)
             return source
-        self.store.remove_source(source.id)
+        with self._indexing:
+            self._cancelled.add(source.id)
+            while self._active_source == source.id:
+                self._indexing.wait()
+        try:
+            self.store.remove_source(source.id)
+            self.store.purge_orphan_vectors()
+        finally:
+            with self._indexing:
+                self._cancelled.discard(source.id)
         return source
 
     def list_sources(self, kind: str | None = None) -> list[SourceInfo]:
@@ -180,12 +213,31 @@ class Citedocs:
             for source in sources:
                 with self.store.source_lock(source.id):  # one indexer per source across processes
                     if source.kind == "folder":
-                        reports.append(indexer.index(source, force=force or stale))
+                        report = self._index_folder(indexer, source, force or stale)
+                        if report is not None:
+                            reports.append(report)
                     elif name:
                         self.sites.refresh(source.name)
             if stale and not name:
                 mark_analyzed(self.store)
         return reports
+
+    def _index_folder(self, indexer: FolderIndexer, source: Source, force: bool) -> IndexProgress | None:
+        """Index one folder unless it is being (or has been) removed; None then."""
+        with self._indexing:
+            if source.id in self._cancelled:
+                return None
+            try:
+                source = self.store.source_by_id(source.id)
+            except NotFoundError:
+                return None
+            self._active_source = source.id
+        try:
+            return indexer.index(source, force=force, should_stop=lambda: source.id in self._cancelled)
+        finally:
+            with self._indexing:
+                self._active_source = None
+                self._indexing.notify_all()
 
     def embed(
         self, *, force: bool = False, progress: Callable[[EmbedProgress], None] | None = None
@@ -272,7 +324,8 @@ class Citedocs:
 
     def find_similar(self, path: str, k: int = 5) -> SearchResult:
         """Files most like the given one (inside a registered folder)."""
-        _, resolved = resolve_confined(path, self.folders())
+        resolved, opened = self._open(path)
+        os.close(opened.fd)
         found = self.store.document_by_path(str(resolved))
         if found is None or found[0].id is None:
             raise NotFoundError(f"{path} is not indexed.", "Run `citedocs reindex` and try again.")
@@ -305,13 +358,26 @@ class Citedocs:
         return ask_blocking(LocalRetriever(self), self.settings, question, k=k, mode=mode, on_event=on_event)
 
     # -- reading ----------------------------------------------------------------------------------
+    def _pin(self, folder: Path) -> FolderHandle:
+        source = self.store.find_source(str(folder))
+        if source is None:
+            return FolderHandle.pin(folder)
+        return pin_source(self.store, source)
+
+    def _open(self, path: str) -> tuple[Path, Opened]:
+        """The real path and the open descriptor of a regular file inside a registered folder."""
+        folder, opened = open_confined(path, self.folders(), self._pin)
+        return folder.joinpath(*opened.rel_parts), opened
+
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ReadResult:
-        _, resolved = resolve_confined(path, self.folders())
-        if not resolved.is_file():
-            raise AccessDenied(
-                f"{path} is not a file.", "Pass the path of a file inside a registered folder."
-            )
-        parsed = parse_file(resolved, max_bytes=int(self.settings.max_file_mb * 1_048_576))
+        """Lines of a file's text, read from the descriptor that was opened and checked inside the folder."""
+        resolved, opened = self._open(path)
+        max_bytes = int(self.settings.max_file_mb * 1_048_576)
+        try:
+            data = read_capped(opened, max_bytes, resolved.name)
+        finally:
+            os.close(opened.fd)
+        parsed = parse_bytes(data, resolved.name, max_bytes)
         lines = parsed.text.split("\n")
         start = max(1, start_line or 1)
         end = min(len(lines), end_line or len(lines))

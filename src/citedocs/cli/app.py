@@ -83,12 +83,17 @@ def add(
         list[str] | None, typer.Option("--exclude", help="Glob of files to skip (repeatable).")
     ] = None,
     no_index: Annotated[bool, typer.Option("--no-index", help="Register only; index later.")] = False,
+    allow_system_folder: Annotated[
+        bool,
+        typer.Option("--allow-system-folder", help="Register / , /etc, /proc, your home folder, … anyway."),
+    ] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Register a folder (read-only) and index it."""
     with service(db) as app_:
-        source = run(lambda: app_.add_folder(path, include or (), exclude or ()))
+        source = run(lambda: app_.add_folder(path, include or (), exclude or (),
+                                             allow_system_folder=allow_system_folder))  # fmt: skip
         if not as_json:
             out.print(f"registered [bold]{source.uri}[/bold]")
         if not no_index:

@@ -2,6 +2,9 @@
 
 Each file is committed on its own, so a killed indexer loses at most the file it was on; the next run
 skips everything already stored with the same size, mtime or hash and finishes the job without duplicates.
+The folder is pinned once (its identity checked against the one stored at registration) and every file is
+read from the descriptor the walk's checks were made on; `should_stop` is asked between files, so removing
+a folder cancels its indexing cleanly.
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from citedocs.errors import ParseError
+from citedocs.errors import CitedocsError, ParseError
 from citedocs.index.ingest import ingest
-from citedocs.parsers import SUPPORTED_EXTENSIONS, format_for, parse_file
+from citedocs.parsers import SUPPORTED_EXTENSIONS, format_for, parse_bytes
 from citedocs.settings import Settings
+from citedocs.sources.confined import FolderHandle
 from citedocs.sources.folders import DEFAULT_IGNORED_DIRS, FoundFile, walk_folder
 from citedocs.store import DocumentRecord, Source, Store
 
@@ -32,9 +36,22 @@ class IndexProgress:
     current: str | None = None
     failures: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    cancelled: bool = False
 
 
 ProgressCallback = Callable[[IndexProgress], None]
+CANCELLED = "cancelled: the folder is being removed"
+
+
+def pin_source(store: Store, source: Source) -> FolderHandle:
+    """The folder's handle, refused if the path now leads elsewhere; a folder registered before identities
+    were stored gets its identity recorded on this first use."""
+    expected = source.options.get("identity")
+    handle = FolderHandle.pin(Path(source.uri), (int(expected[0]), int(expected[1])) if expected else None)
+    if not expected:
+        source.options = {**source.options, "identity": list(handle.identity)}
+        store.update_source(source.id, options=source.options)
+    return handle
 
 
 class FolderIndexer:
@@ -43,41 +60,19 @@ class FolderIndexer:
         self.settings = settings
         self.progress = progress
 
-    def index(self, source: Source, *, force: bool = False) -> IndexProgress:
+    def index(
+        self, source: Source, *, force: bool = False, should_stop: Callable[[], bool] | None = None
+    ) -> IndexProgress:
         started = time.perf_counter()
         state = IndexProgress(source=source.name)
-        root = Path(source.uri)
         job = self.store.start_job(source.id, "index")
         self.store.update_source(source.id, status="indexing", last_error=None)
         try:
-            if not root.is_dir():
-                raise FileNotFoundError(f"{root} is not a folder any more")
-            max_bytes = int(self.settings.max_file_mb * 1_048_576)
-            ignored = DEFAULT_IGNORED_DIRS | frozenset(self.settings.extra_ignore_dirs)
-            found = list(
-                walk_folder(
-                    root,
-                    include=source.options.get("include", []),
-                    exclude=source.options.get("exclude", []),
-                    ignored_dirs=ignored,
-                    max_bytes=max_bytes,
-                    supported=SUPPORTED_EXTENSIONS,
-                )
-            )
-            existing = self.store.documents(source.id)
-            state.total = len(found)
-            self.store.update_job(job, total=state.total)
-            for item in found:
-                state.current = item.rel_path
-                self._index_file(source, item, existing.get(str(item.path)), force, max_bytes, state)
-                state.done += 1
-                if state.done % 20 == 0 or state.done == state.total:
-                    self.store.update_job(job, done=state.done, failed=state.failed, current=state.current)
-                if self.progress:
-                    self.progress(state)
-            present = {str(item.path) for item in found}
-            gone = [doc.id for path, doc in existing.items() if path not in present and doc.id is not None]
-            state.removed = self.store.delete_documents(gone)
+            with pin_source(self.store, source) as handle:
+                self._walk_and_index(handle, source, job, force, state, should_stop)
+            if state.cancelled:
+                self.store.update_job(job, state="interrupted", message=CANCELLED, finished=time.time())
+                return state
         except Exception as exc:
             self.store.update_job(job, state="failed", message=str(exc), finished=time.time())
             self.store.update_source(source.id, status="error", last_error=str(exc))
@@ -92,8 +87,48 @@ class FolderIndexer:
             self.progress(state)
         return state
 
+    def _walk_and_index(
+        self,
+        handle: FolderHandle,
+        source: Source,
+        job: int,
+        force: bool,
+        state: IndexProgress,
+        should_stop: Callable[[], bool] | None,
+    ) -> None:
+        max_bytes = int(self.settings.max_file_mb * 1_048_576)
+        ignored = DEFAULT_IGNORED_DIRS | frozenset(self.settings.extra_ignore_dirs)
+        found = list(
+            walk_folder(
+                handle,
+                include=source.options.get("include", []),
+                exclude=source.options.get("exclude", []),
+                ignored_dirs=ignored,
+                max_bytes=max_bytes,
+                supported=SUPPORTED_EXTENSIONS,
+            )
+        )
+        existing = self.store.documents(source.id)
+        state.total = len(found)
+        self.store.update_job(job, total=state.total)
+        for item in found:
+            if should_stop is not None and should_stop():
+                state.cancelled = True
+                return
+            state.current = item.rel_path
+            self._index_file(handle, source, item, existing.get(str(item.path)), force, max_bytes, state)
+            state.done += 1
+            if state.done % 20 == 0 or state.done == state.total:
+                self.store.update_job(job, done=state.done, failed=state.failed, current=state.current)
+            if self.progress:
+                self.progress(state)
+        present = {str(item.path) for item in found}
+        gone = [doc.id for path, doc in existing.items() if path not in present and doc.id is not None]
+        state.removed = self.store.delete_documents(gone)
+
     def _index_file(
         self,
+        handle: FolderHandle,
         source: Source,
         item: FoundFile,
         old: DocumentRecord | None,
@@ -119,7 +154,10 @@ class FolderIndexer:
                 state.failures.append((item.rel_path, old.reason or ""))
             return
         try:
-            data = item.path.read_bytes()
+            data = handle.read(item.rel_path, max_bytes, item.identity)
+        except CitedocsError as exc:
+            self._fail(source, record, exc.message, state)
+            return
         except OSError as exc:
             self._fail(source, record, f"cannot read: {exc.strerror or exc}", state)
             return
@@ -135,7 +173,7 @@ class FolderIndexer:
             state.unchanged += 1
             return
         try:
-            parsed = parse_file(item.path, max_bytes=max_bytes)
+            parsed = parse_bytes(data, item.rel_path, max_bytes)
         except ParseError as exc:
             self._fail(source, record, exc.message, state)
             return

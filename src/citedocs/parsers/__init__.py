@@ -7,6 +7,7 @@ from pathlib import Path
 
 from citedocs.errors import ParseError
 from citedocs.parsers.base import ParsedDocument, Segment, SegmentKind
+from citedocs.parsers.budget import PARSE_SECONDS, limited
 from citedocs.parsers.docx import parse_docx
 from citedocs.parsers.html import html_to_markdown, parse_html
 from citedocs.parsers.markdown import parse_markdown
@@ -22,6 +23,7 @@ __all__ = [
     "SegmentKind",
     "format_for",
     "html_to_markdown",
+    "parse_bytes",
     "parse_file",
 ]
 
@@ -88,43 +90,56 @@ def format_for(path: Path) -> str | None:
     return None
 
 
-def _size_cap_mb(max_bytes: int) -> str:
-    return f"{max_bytes / (1024 * 1024):g}"
+def _too_big(name: str, max_bytes: int) -> ParseError:
+    cap = f"{max_bytes / (1024 * 1024):g}"
+    return ParseError(f"{name}: larger than the {cap} MB cap; raise CITEDOCS_MAX_FILE_MB to index it")
+
+
+def parse_bytes(
+    data: bytes, name: str, max_bytes: int | None = None, seconds: float = PARSE_SECONDS
+) -> ParsedDocument:
+    """Parse the bytes of a file called `name` (its suffix picks the parser) under a byte and a time budget.
+
+    This is the entry point for bytes read from a descriptor that was opened and checked (see
+    sources/confined.py): nothing here opens a path. Raises ParseError (with what to do) for unsupported,
+    oversized, binary, corrupt, encrypted, scanned, too-slow or too-expansive files."""
+    path = Path(name)
+    fmt = format_for(path)
+    label = path.name
+    if fmt is None:
+        raise ParseError(
+            f"{label}: unsupported file type", "citedocs indexes text, code, md, rst, pdf, docx, html."
+        )
+    if max_bytes is not None and len(data) > max_bytes:
+        raise _too_big(label, max_bytes)
+    with limited(label, max_bytes, seconds):
+        if fmt == "pdf":
+            return parse_pdf(data, label)
+        if fmt == "docx":
+            return parse_docx(data, label)
+        if fmt == "markdown":
+            return parse_markdown(data, label)
+        if fmt == "rst":
+            return parse_rst(data, label)
+        if fmt == "html":
+            return parse_html(data, label)
+        if fmt == "code":
+            return parse_code(data, label, path.suffix.lower())
+        return parse_text(data, label)
 
 
 def parse_file(path: Path, max_bytes: int | None = None) -> ParsedDocument:
-    """Parse one file. Raises ParseError (with what to do) for unsupported, oversized, unreadable, corrupt,
-    binary, encrypted or scanned files. Empty text files give a document with no segments."""
-    fmt = format_for(path)
-    if fmt is None:
-        raise ParseError(
-            f"{path.name}: unsupported file type", "citedocs indexes text, code, md, rst, pdf, docx, html."
-        )
+    """Parse a file by path (tools and tests; the index and `read` open files through a folder handle and
+    call `parse_bytes`). Empty text files give a document with no segments."""
+    if format_for(path) is None:
+        return parse_bytes(b"", path.name)
     try:
         size = path.stat().st_size
-    except OSError as exc:
-        raise ParseError(
-            f"{path.name}: cannot read ({exc.strerror})", "Check it exists and is readable."
-        ) from exc
-    if max_bytes is not None and size > max_bytes:
-        cap = _size_cap_mb(max_bytes)
-        raise ParseError(f"{path.name}: larger than the {cap} MB cap; raise CITEDOCS_MAX_FILE_MB to index it")
-    if fmt == "pdf":
-        return parse_pdf(path)
-    if fmt == "docx":
-        return parse_docx(path)
-    try:
+        if max_bytes is not None and size > max_bytes:
+            raise _too_big(path.name, max_bytes)
         data = path.read_bytes()
     except OSError as exc:
         raise ParseError(
             f"{path.name}: cannot read ({exc.strerror})", "Check it exists and is readable."
         ) from exc
-    if fmt == "markdown":
-        return parse_markdown(data, path.name)
-    if fmt == "rst":
-        return parse_rst(data, path.name)
-    if fmt == "html":
-        return parse_html(data, path.name)
-    if fmt == "code":
-        return parse_code(data, path.name, path.suffix.lower())
-    return parse_text(data, path.name)
+    return parse_bytes(data, path.name, max_bytes)

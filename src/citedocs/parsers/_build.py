@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from citedocs.parsers.base import Segment, SegmentKind
+from citedocs.parsers.budget import checkpoint
 
 # Characters str.splitlines() breaks on besides "\n": replaced so `text.split("\n") == text.splitlines()`,
 # which keeps every consumer's line numbers the same whichever way it splits.
@@ -34,6 +35,7 @@ def span_segment(
     page: int | None = None,
 ) -> Segment | None:
     """The segment for lines[start:end] (0-based, end exclusive) minus blank edges; None if all blank."""
+    checkpoint()
     while start < end and not lines[start].strip():
         start += 1
     while end > start and not lines[end - 1].strip():
@@ -68,6 +70,7 @@ class TextBuilder:
         kind: SegmentKind = "text",
         page: int | None = None,
     ) -> None:
+        checkpoint(len(block))
         block_lines = normalize_newlines(block).split("\n")
         if not any(line.strip() for line in block_lines):
             return

@@ -17,6 +17,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from citedocs.errors import ParseError
 from citedocs.parsers._build import TextBuilder, push_heading
 from citedocs.parsers.base import ParsedDocument, SegmentKind
+from citedocs.parsers.budget import checkpoint
 from citedocs.parsers.text import decode_bytes
 
 BlockKind = Literal["heading", "para", "item", "code", "table"]
@@ -134,6 +135,7 @@ class _Walker:
         self._keep_header_headings = keep_header_headings
 
     def paragraph(self, plain: str, md: str, kind: BlockKind = "para", level: int = 0) -> None:
+        checkpoint()
         plain, md = _clean(plain), _clean(md)
         if plain:
             self.blocks.append(Block(kind, plain, md, level))
@@ -143,6 +145,7 @@ class _Walker:
         plain: list[str] = []
         md: list[str] = []
         for child in node.iter(include_text=True):
+            checkpoint()
             tag = child.tag or ""
             is_block = tag in _BLOCK_TAGS or (
                 tag not in _PURE_INLINE

@@ -9,6 +9,7 @@ import re
 
 from citedocs.parsers._build import normalize_newlines, push_heading, span_segment
 from citedocs.parsers.base import ParsedDocument, Segment, SegmentKind
+from citedocs.parsers.budget import checkpoint
 from citedocs.parsers.text import decode_bytes
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -88,6 +89,8 @@ def markdown_segments(lines: list[str], body_start: int = 0) -> list[Segment]:
 
     i = body_start
     while i < len(lines):
+        if not i & 255:
+            checkpoint()
         line = lines[i]
         fence = _FENCE_OPEN.match(line)
         if fence and not (fence.group(1)[0] == "`" and "`" in fence.group(2)):

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import pypdfium2 as pdfium
 
 from citedocs.errors import ParseError
 from citedocs.parsers._build import TextBuilder, normalize_newlines, push_heading
 from citedocs.parsers.base import ParsedDocument
+from citedocs.parsers.budget import checkpoint
 
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 _SPACE = re.compile(r"\s+")
@@ -96,33 +96,37 @@ def _title_line(lines: list[str], title: str, start: int) -> int | None:
     return None
 
 
-def _open(path: Path) -> pdfium.PdfDocument:
+def _open(data: bytes, name: str) -> pdfium.PdfDocument:
     try:
-        return pdfium.PdfDocument(str(path))
+        return pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
         if "password" in str(exc).lower():
             raise ParseError(
-                f"{path.name}: encrypted PDF that needs a password",
+                f"{name}: encrypted PDF that needs a password",
                 "Save a copy without a password and index that.",
             ) from exc
         raise ParseError(
-            f"{path.name}: not a readable PDF ({exc})",
+            f"{name}: not a readable PDF ({exc})",
             "Check that it opens in a PDF viewer; re-export or re-download it if not.",
         ) from exc
 
 
-def parse_pdf(path: Path) -> ParsedDocument:
-    doc = _open(path)
+def parse_pdf(data: bytes, name: str) -> ParsedDocument:
+    """Parse PDF bytes (PDFium reads from memory: the bytes are what was opened and checked)."""
+    doc = _open(data, name)
     try:
-        pages = [_page_lines(doc, i) for i in range(len(doc))]
+        pages = []
+        for i in range(len(doc)):
+            checkpoint()
+            pages.append(_page_lines(doc, i))
         outline = _outline(doc, len(pages))
         title = (doc.get_metadata_dict().get("Title") or "").strip() or None
     finally:
         doc.close()
     if not pages:
-        raise ParseError(f"{path.name}: PDF has no pages", "Re-export it from the program that made it.")
+        raise ParseError(f"{name}: PDF has no pages", "Re-export it from the program that made it.")
     if sum(ch.isalnum() for lines in pages for line in lines for ch in line) < 3 * len(pages):
-        raise ParseError(f"{path.name}: no extractable text — scanned PDF?", SCANNED_HINT)
+        raise ParseError(f"{name}: no extractable text — scanned PDF?", SCANNED_HINT)
 
     builder = TextBuilder()
     stack: list[tuple[int, str]] = []

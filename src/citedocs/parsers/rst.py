@@ -8,6 +8,7 @@ import re
 
 from citedocs.parsers._build import normalize_newlines, push_heading, span_segment
 from citedocs.parsers.base import ParsedDocument, Segment, SegmentKind
+from citedocs.parsers.budget import checkpoint
 from citedocs.parsers.text import decode_bytes
 
 _ADORNMENT = re.compile(r"""^([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])\1{1,}\s*$""")
@@ -83,6 +84,8 @@ def rst_segments(lines: list[str]) -> list[Segment]:
 
     i = 0
     while i < len(lines):
+        if not i & 255:
+            checkpoint()
         found = _title_at(lines, i)
         if found is not None:
             style, title, used = found

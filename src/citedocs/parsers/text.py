@@ -13,6 +13,7 @@ from collections.abc import Callable
 from citedocs.errors import ParseError
 from citedocs.parsers._build import normalize_newlines, push_heading, span_segment
 from citedocs.parsers.base import ParsedDocument, Segment, SegmentKind
+from citedocs.parsers.budget import checkpoint
 
 BINARY_SNIFF_BYTES = 8192
 
@@ -100,6 +101,8 @@ def block_segments(lines: list[str], find_heading: HeadingFinder | None, kind: S
             segments.append(segment)
 
     for i, line in enumerate(lines):
+        if not i & 255:
+            checkpoint()
         found = find_heading(lines, i) if find_heading else None
         if found is not None:
             flush(i)

@@ -1,18 +1,30 @@
 """Registered folders: walking them and confining every read to them.
 
-Paths are resolved strictly (symlinks followed, `..` collapsed) before the containment check, so a link or
-a `../` that leaves a registered folder is refused, whatever the spelling.
+Both go through a pinned `FolderHandle` (see `confined.py`): the walk lists each directory from its own
+descriptor and every file is opened component by component without the kernel following a link, so a link or
+a `../` that leaves a registered folder is refused, whatever the spelling and whatever changes on disk meanwhile.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterator, Sequence
+import stat
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from citedocs.errors import AccessDenied, NotFoundError
+from citedocs.sources.confined import (
+    _DIR_FLAGS,
+    FolderHandle,
+    Identity,
+    Opened,
+    Refusal,
+    kind_of,
+    outside,
+    size_cap_problem,
+)
 
 DEFAULT_IGNORED_DIRS = frozenset(
     {
@@ -21,6 +33,7 @@ DEFAULT_IGNORED_DIRS = frozenset(
         ".idea", ".vscode", ".next", ".nuxt", ".gradle", ".terraform", "site-packages",
     }
 )  # fmt: skip
+MAX_DEPTH = 100  # each level holds a descriptor while its subfolders are walked
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +43,7 @@ class FoundFile:
     size: int
     mtime_ns: int
     problem: str | None = None  # set when the file must be recorded as failed without reading it
+    identity: Identity | None = None  # (device, inode) as listed; the read must open this same file
 
 
 def matches(rel_path: str, patterns: Sequence[str]) -> bool:
@@ -38,8 +52,24 @@ def matches(rel_path: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatch(rel_path if "/" in p else name, p) for p in patterns)
 
 
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    include: Sequence[str]
+    exclude: Sequence[str]
+    ignored_dirs: frozenset[str]
+    max_bytes: int | None
+    supported: frozenset[str] | None
+
+    def wanted(self, rel: str, name: str) -> bool:
+        if self.include and not matches(rel, self.include):
+            return False
+        if self.exclude and matches(rel, self.exclude):
+            return False
+        return self.supported is None or _supported(name, self.supported)
+
+
 def walk_folder(
-    root: Path,
+    root: Path | FolderHandle,
     *,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
@@ -47,82 +77,183 @@ def walk_folder(
     max_bytes: int | None = None,
     supported: frozenset[str] | None = None,
 ) -> Iterator[FoundFile]:
-    """Every candidate file under `root`, in a stable order; links that leave the folder are flagged."""
-    root_resolved = root.resolve(strict=True)
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in ignored_dirs and not _is_link_outside(
-            Path(dirpath, d), root_resolved))  # fmt: skip
-        for name in sorted(filenames):
-            path = Path(dirpath, name)
-            rel = path.relative_to(root).as_posix()
-            if include and not matches(rel, include):
-                continue
-            if exclude and matches(rel, exclude):
-                continue
-            if supported is not None and not _supported(path, supported):
-                continue
-            try:
-                real = path.resolve(strict=True)
-                stat = real.stat()
-            except (OSError, RuntimeError) as exc:
-                yield FoundFile(path, rel, 0, 0, problem=f"cannot read: {exc}")
-                continue
-            if not real.is_relative_to(root_resolved):
-                yield FoundFile(
-                    path, rel, 0, 0, problem="a symlink that leaves the registered folder; not read"
-                )
-                continue
-            if not real.is_file():
-                continue
-            problem = None
-            if max_bytes is not None and stat.st_size > max_bytes:
-                problem = (
-                    f"larger than the {max_bytes / 1_048_576:g} MB cap ({stat.st_size / 1_048_576:.1f} MB); "
-                    "raise CITEDOCS_MAX_FILE_MB to index it"
-                )
-            yield FoundFile(path, rel, stat.st_size, stat.st_mtime_ns, problem)
+    """Every candidate file under `root`, in a stable order. Links that leave the folder, files that are not
+    regular (FIFOs, sockets, devices), oversized files and folders that cannot be listed come with a
+    `problem`, so they are recorded as failed rather than skipped in silence."""
+    rules = _Rules(include, exclude, ignored_dirs, max_bytes, supported)
+    if isinstance(root, FolderHandle):
+        yield from _walk(root, root.fd, "", rules, 0)
+        return
+    with FolderHandle.pin(root.resolve(strict=True)) as handle:
+        for found in _walk(handle, handle.fd, "", rules, 0):
+            yield FoundFile(root / found.rel_path, *_fields(found))
 
 
-def _is_link_outside(path: Path, root: Path) -> bool:
-    if not path.is_symlink():
-        return False
+def _fields(found: FoundFile) -> tuple[str, int, int, str | None, Identity | None]:
+    return found.rel_path, found.size, found.mtime_ns, found.problem, found.identity
+
+
+def _walk(handle: FolderHandle, dir_fd: int, prefix: str, rules: _Rules, depth: int) -> Iterator[FoundFile]:
     try:
-        return not path.resolve(strict=True).is_relative_to(root)
+        with os.scandir(dir_fd) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        yield _dir_problem(
+            handle, prefix, f"cannot list this folder ({exc.strerror}); its files are not indexed"
+        )
+        return
+    subdirs = []
+    for entry in entries:
+        rel = prefix + entry.name
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError as exc:
+            if rules.wanted(rel, entry.name):
+                yield FoundFile(handle.path / rel, rel, 0, 0, f"cannot read: {exc.strerror}")
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            if entry.name not in rules.ignored_dirs:
+                subdirs.append((entry.name, info))
+            continue
+        if not rules.wanted(rel, entry.name):
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            found = _through_link(handle, rel, rules.max_bytes)
+            if found is not None:
+                yield found
+            continue
+        yield _found(handle, rel, info, rules.max_bytes)
+    for name, info in subdirs:
+        rel = prefix + name
+        if depth >= MAX_DEPTH:
+            yield _dir_problem(handle, rel + "/", f"nested deeper than {MAX_DEPTH} folders; not indexed")
+            continue
+        try:
+            sub_fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        except OSError as exc:
+            yield _dir_problem(
+                handle, rel + "/", f"cannot open this folder ({exc.strerror}); its files are not indexed"
+            )
+            continue
+        try:
+            if not os.path.samestat(info, os.fstat(sub_fd)):
+                yield _dir_problem(handle, rel + "/", "replaced while being listed; run `citedocs reindex`")
+                continue
+            yield from _walk(handle, sub_fd, rel + "/", rules, depth + 1)
+        finally:
+            os.close(sub_fd)
+
+
+def _dir_problem(handle: FolderHandle, rel: str, why: str) -> FoundFile:
+    rel = rel or "./"
+    return FoundFile(handle.path / rel, rel, 0, 0, why)
+
+
+def _found(handle: FolderHandle, rel: str, info: os.stat_result, max_bytes: int | None) -> FoundFile:
+    path = handle.path / rel
+    if not stat.S_ISREG(info.st_mode):
+        return FoundFile(path, rel, 0, 0, f"{kind_of(info.st_mode)}, not a regular file; not read")
+    problem = None
+    if max_bytes is not None and info.st_size > max_bytes:
+        problem = size_cap_problem(info.st_size, max_bytes)
+    return FoundFile(path, rel, info.st_size, info.st_mtime_ns, problem, (info.st_dev, info.st_ino))
+
+
+def _through_link(handle: FolderHandle, rel: str, max_bytes: int | None) -> FoundFile | None:
+    """A symlink is listed as the file it leads to when that file is inside the folder."""
+    path = handle.path / rel
+    opened = handle.lookup(rel)
+    if isinstance(opened, Refusal):
+        if opened.kind == "outside":
+            return FoundFile(path, rel, 0, 0, "a symlink that leaves the registered folder; not read")
+        if opened.kind == "not-a-file":
+            if stat.S_ISDIR(opened.mode):
+                return None  # links to folders are not followed
+            return FoundFile(
+                path, rel, 0, 0, f"a symlink to {kind_of(opened.mode)}, not a regular file; not read"
+            )
+        return FoundFile(path, rel, 0, 0, f"cannot read: {opened.error.message}")
+    os.close(opened.fd)
+    return _found(handle, rel, opened.stat, max_bytes)
+
+
+def _supported(name: str, supported: frozenset[str]) -> bool:
+    suffix = Path(name).suffix.lower()
+    return suffix in supported or name in supported
+
+
+# -- reads --------------------------------------------------------------------------------------------
+def _attempts(path: str, folders: Sequence[Path]) -> list[tuple[Path, str]]:
+    """(folder, path inside it) pairs to try: by spelling first, else where the kernel says it is."""
+    candidate = Path(path).expanduser()
+    if not candidate.is_absolute():
+        return [(folder, candidate.as_posix()) for folder in folders]
+    for folder in folders:
+        if candidate.is_relative_to(folder):
+            return [(folder, candidate.relative_to(folder).as_posix())]
+    try:  # reached through another spelling (a link to the folder): find which, then open it ourselves
+        real = candidate.resolve(strict=True)
     except (OSError, RuntimeError):
-        return True
+        return []
+    return [(f, real.relative_to(f).as_posix()) for f in folders if real.is_relative_to(f)]
 
 
-def _supported(path: Path, supported: frozenset[str]) -> bool:
-    suffix = path.suffix.lower()
-    return suffix in supported or path.name in supported
-
-
-def resolve_confined(path: str, folders: Sequence[Path]) -> tuple[Path, Path]:
-    """(registered folder, resolved file) for a path that lies inside a registered folder, else an error."""
+def open_confined(
+    path: str, folders: Sequence[Path], pin: Callable[[Path], FolderHandle]
+) -> tuple[Path, Opened]:
+    """Open `path` as a regular file inside one of `folders` (pinned by `pin`); the caller closes the fd."""
     if not folders:
         raise AccessDenied("No folder is registered.", "Register one with `citedocs add PATH` first.")
-    candidate = Path(path).expanduser()
-    tries = [candidate] if candidate.is_absolute() else [folder / candidate for folder in folders]
-    refused: Path | None = None
-    for attempt in tries:
+    attempts = _attempts(path, folders)
+    escaped = False
+    refused: AccessDenied | NotFoundError | None = None
+    for folder, rel in attempts:
         try:
-            resolved = attempt.resolve(strict=True)
-        except (OSError, RuntimeError):
+            handle = pin(folder)
+        except (AccessDenied, NotFoundError) as exc:  # that folder moved or vanished; the others may hold it
+            refused = exc
             continue
-        for folder in folders:
-            if resolved.is_relative_to(folder.resolve()):
-                return folder, resolved
-        refused = resolved
-    lexically_inside = any(
-        Path(os.path.normpath(attempt)).is_relative_to(folder) or Path(os.path.normpath(attempt)).is_relative_to(
-            folder.resolve())
-        for attempt in tries for folder in folders
-    )  # fmt: skip
-    if refused is not None or not lexically_inside:
-        raise AccessDenied(
-            f"{path} is outside every registered folder.",
-            "Only files inside folders added with `citedocs add` can be read; run `citedocs list` to see them.",
-        )
+        with handle:
+            found = handle.lookup(rel, path)
+        if isinstance(found, Opened):
+            return folder, found
+        if found.kind == "outside":
+            escaped = True
+        elif found.kind != "missing":
+            raise found.error
+    if escaped or not attempts:
+        raise outside(path)
+    if refused is not None:
+        raise refused
     raise NotFoundError(
         f"{path} does not exist in any registered folder.", "Check the path with `citedocs list`."
     )
+
+
+def resolve_confined(path: str, folders: Sequence[Path]) -> tuple[Path, Path]:
+    """(registered folder, real path of the file) for a file inside a registered folder, else an error."""
+    folder, opened = open_confined(path, folders, FolderHandle.pin)
+    os.close(opened.fd)
+    return folder, folder.joinpath(*opened.rel_parts)
+
+
+# -- registration ---------------------------------------------------------------------------------------
+SYSTEM_TREES = tuple(Path(p) for p in ("/proc", "/sys", "/dev", "/run", "/boot", "/etc", "/var/run", "/var/lib",
+                                       "/private/etc", "/System", "/Library"))  # fmt: skip
+SYSTEM_ROOTS = tuple(Path(p) for p in ("/", "/usr", "/var", "/home", "/Users", "/root", "/opt", "/srv", "/mnt",
+                                       "/media", "/tmp", "/bin", "/sbin", "/lib", "/lib64", "/private"))  # fmt: skip
+
+
+def system_folder_problem(resolved: Path) -> str | None:
+    """Why `resolved` is not a folder of documents to register (a system tree, the root, the home), or None."""
+    if any(resolved == tree or resolved.is_relative_to(tree) for tree in SYSTEM_TREES):
+        return f"{resolved} is a system folder"
+    if resolved in SYSTEM_ROOTS:
+        return f"{resolved} is a system root, not a folder of documents"
+    try:
+        home = Path.home().resolve()
+    except (OSError, RuntimeError):
+        return None
+    if resolved == home:
+        return f"{resolved} is your whole home folder (keys, tokens and browser profiles live there)"
+    return None
