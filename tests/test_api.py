@@ -190,7 +190,7 @@ def asgi(tmp_path: Path) -> Iterator[tuple[FastAPI, FakeOpenAI]]:
 def call(app: FastAPI, method: str, path: str, **kwargs: Any) -> httpx.Response:
     async def go() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             return await client.request(method, path, **kwargs)
 
     return asyncio.run(go())

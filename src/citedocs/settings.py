@@ -106,6 +106,11 @@ class Settings(BaseSettings):
     # `citedocs serve` indexes registered folders when it starts; replicas behind one database turn it off
     # and leave indexing to one job
     index_on_start: bool = True
+    # slow clients (serve and mcp --http): a request's head must arrive within the first, its body within the
+    # second (from the head); open connections beyond the third get 503
+    http_header_timeout_s: float = 10.0
+    http_body_timeout_s: float = 20.0
+    http_max_connections: int = 256
 
     @field_validator("allowed_private_hosts", "extra_ignore_dirs", "mcp_allowed_hosts", mode="before")
     @classmethod

@@ -10,7 +10,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator, Mapping
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -19,12 +20,13 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from citedocs import __version__
 from citedocs.answer.retriever import Retriever
 from citedocs.answer.service import MAX_QUESTION_CHARS, AnswerFailed, PreparedAnswer
 from citedocs.api.errors import ApiError, api_error, install_error_handlers
+from citedocs.api.guard import HostGuard, allowed_hosts, allowed_origins
 from citedocs.api.limits import MAX_BODY_BYTES, AnswerSlots, BodyLimitMiddleware, error_envelope
 from citedocs.api.streaming import AnswerEventStream, ClientGone, run_until_disconnect
 from citedocs.errors import CitedocsError, InputError, NotFoundError
@@ -41,6 +43,7 @@ log = logging.getLogger(__name__)
 STATIC_DIR = Path(__file__).parent / "static"
 MAX_ANSWER_K = 20
 Mode = Literal["keyword", "semantic", "hybrid"]
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 VALIDATION_HINTS = {
     "/ask": (f'Send JSON like {{"question": "How do I ...?"}} with a question of 1-{MAX_QUESTION_CHARS} '
              f'characters, an optional integer k (1-{MAX_ANSWER_K}) and mode (keyword, semantic or hybrid).'),
@@ -58,6 +61,13 @@ class _Question(BaseModel):
             raise ValueError("must not be empty or only spaces")
         return value
 
+    @staticmethod
+    def _no_control(value: str | None) -> str | None:
+        if value is not None and CONTROL.search(value):
+            raise ValueError("must not contain control characters (NUL, newline, tab, ...): send the name "
+                             "as plain text, as `citedocs list` shows it")  # fmt: skip
+        return value
+
 
 class AskRequest(_Question):
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
@@ -66,6 +76,7 @@ class AskRequest(_Question):
     source: str | None = None
 
     _blank = field_validator("question")(_Question._not_blank)
+    _plain = field_validator("source")(_Question._no_control)
 
 
 class SearchRequest(_Question):
@@ -76,6 +87,7 @@ class SearchRequest(_Question):
     file_type: str | None = None
 
     _blank = field_validator("query")(_Question._not_blank)
+    _plain = field_validator("source", "file_type")(_Question._no_control)
 
 
 class ApiState:
@@ -199,11 +211,14 @@ def create_app(
     extra_mounts: Mapping[str, ASGIApp] | None = None,
     model: ModelHandle | None = None,
     retriever: Retriever | None = None,
+    hosts: Sequence[str] | None = None,
+    origins: Sequence[str] | None = None,
 ) -> FastAPI:
     """The ASGI app. Without `llm`, the model comes from settings: `llm_base_url`, else a llama.cpp server
     started for `llm_gguf`. `extra_mounts` (e.g. {"/mcp": mcp_app}) are mounted as they are, with their
-    lifespans run, and exempt from the body limit. `retriever` (e.g. an McpRetriever) replaces the local index
-    for answers' passages."""
+    lifespans run, exempt from the body limit, and answer at their bare path too (no redirect). `retriever`
+    (e.g. an McpRetriever) replaces the local index for answers' passages. Every route checks Host and Origin
+    against `hosts`/`origins` (default: loopback names and `settings.mcp_allowed_hosts`, any port)."""
     library = app if app is not None else Citedocs(settings)
     handle = model or ModelHandle.from_settings(settings, llm)
     state = ApiState(settings, library, handle, retriever)
@@ -233,4 +248,21 @@ def create_app(
         api.mount(path, sub)
     install_error_handlers(api, VALIDATION_HINTS)
     api.add_middleware(BodyLimitMiddleware, limit=MAX_BODY_BYTES, exempt=tuple(mounts))
+    api.add_middleware(BareMountPaths, paths=tuple(mounts))
+    hosts = list(hosts) if hosts is not None else allowed_hosts(settings.mcp_allowed_hosts)
+    api.add_middleware(HostGuard, hosts=hosts, origins=allowed_origins(hosts) if origins is None else origins)
     return api
+
+
+class BareMountPaths:
+    """`/mcp` is served as `/mcp/`, not redirected: Starlette's redirect builds its Location from the Host
+    header, and MCP clients post to the URL they were given."""
+
+    def __init__(self, app: ASGIApp, paths: Sequence[str]) -> None:
+        self.app = app
+        self.paths = {p.rstrip("/") for p in paths if p.rstrip("/")}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("path") in self.paths:
+            scope = {**scope, "path": scope["path"] + "/", "raw_path": scope["path"].encode() + b"/"}
+        await self.app(scope, receive, send)

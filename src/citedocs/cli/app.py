@@ -26,6 +26,15 @@ app = typer.Typer(
 )
 
 
+LOOPBACK_OR_ANY = (
+    "0.0.0.0",
+    "::",
+    "127.0.0.1",
+    "localhost",
+    "::1",
+)  # binds that add no Host name of their own
+
+
 def _progress_bar(label: str) -> tuple[Progress, Callable[[IndexProgress], None]]:
     bar = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -260,32 +269,59 @@ def serve(
         list[str] | None, typer.Option("--folder", help="Register and index this folder first.")
     ] = None,
     host: Annotated[str | None, typer.Option("--host", help="Bind address (default 127.0.0.1).")] = None,
-    port: Annotated[int | None, typer.Option("--port", help="Port (default 8765).")] = None,
+    port: Annotated[
+        int | None, typer.Option("--port", help="Port (default 8765; 0 picks a free one).")
+    ] = None,
     read_only: Annotated[
         bool, typer.Option("--read-only", help="MCP without registry-changing tools.")
     ] = False,
     db: DbOption = None,
 ) -> None:
     """HTTP API (/ask, /search, /healthz, /stats), MCP at /mcp and the web page at /."""
-    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
 
     from citedocs.api.app import create_app
-    from citedocs.mcp import http_app
+    from citedocs.api.guard import allowed_hosts, allowed_origins
+    from citedocs.cli.common import exit_code_for
+    from citedocs.errors import CitedocsError
+    from citedocs.httpd import bind, serve
+    from citedocs.httpd import stop_normally_on_signals as stop_normally
+    from citedocs.mcp import http_app, settle_model
     from citedocs.service import Citedocs
 
+    stop_normally()
     settings = settings_for(db)
-    settings = settings.model_copy(update={"host": host or settings.host, "port": port or settings.port})
+    settings = settings.model_copy(update={"host": host or settings.host,
+                                           "port": settings.port if port is None else port})  # fmt: skip
+    try:
+        sock = bind(settings.host, settings.port)
+    except CitedocsError as exc:  # one line, whatever the terminal's width
+        console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(exit_code_for(exc)) from None
+    bound = int(sock.getsockname()[1])
     library = Citedocs(settings)
-    for path in folder or []:
-        run(partial(library.add_folder, path))
-    if settings.index_on_start:
-        library.index_in_background()
-    library.start_model()
-    mcp_app = http_app(library, read_only, port=settings.port, host=settings.host, path="/",
-                       allowed_hosts=settings.mcp_allowed_hosts)  # fmt: skip
-    api = create_app(settings, library, extra_mounts={"/mcp": mcp_app})
-    console.print(f"citedocs serving http://{settings.host}:{settings.port}/ (MCP at /mcp)")
-    uvicorn.run(api, host=settings.host, port=settings.port, log_level="warning")
+    try:
+        for path in folder or []:
+            run(partial(library.add_folder, path))
+        if settings.index_on_start:
+            library.index_in_background()
+        library.start_model()
+        shown = f"[{settings.host}]" if ":" in settings.host else settings.host
+        names = [*settings.mcp_allowed_hosts, *([] if settings.host in LOOPBACK_OR_ANY else [shown])]
+        hosts = allowed_hosts(names)
+        security = TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=allowed_origins(hosts))
+        mcp_app = http_app(library, read_only, host=settings.host, path="/", security=security)
+        api = create_app(settings, library, extra_mounts={"/mcp": mcp_app}, hosts=hosts)
+        if settings.host not in ("127.0.0.1", "localhost", "::1") and not settings.mcp_allowed_hosts:
+            which = "127.0.0.1 or localhost" + ("" if settings.host in LOOPBACK_OR_ANY else f" or {shown}")
+            console.print(f"note: only requests whose Host header is {which} are answered; set "
+                          "CITEDOCS_MCP_ALLOWED_HOSTS to the names clients use.", soft_wrap=True)  # fmt: skip
+        serve(api, sock, settings, on_ready=lambda: console.print(
+            f"citedocs serving http://{shown}:{bound}/ (MCP at /mcp)", soft_wrap=True))  # fmt: skip
+    finally:
+        settle_model(library)
+        library.close()
+        sock.close()
 
 
 @app.command()

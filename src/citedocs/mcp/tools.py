@@ -8,10 +8,9 @@ back in a `note`; every result is bounded by a character budget with a way to pa
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -20,6 +19,7 @@ from pydantic import Field
 
 from citedocs import __version__
 from citedocs.errors import CitedocsError
+from citedocs.mcp.boundary import CitedocsMCPServer, model_fixable
 from citedocs.mcp.budget import DEFAULT_MAX_CHARS, fit_chars, fit_items, fit_lines
 from citedocs.mcp.shapes import (
     AddFolderOut,
@@ -35,14 +35,10 @@ from citedocs.mcp.shapes import (
     folder_out,
     hit_dict,
     iso_time,
-    tool_message,
 )
 
 if TYPE_CHECKING:
     from citedocs.service import Citedocs
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 MUTATING_TOOLS = frozenset(
     {"add_folder", "remove_folder", "reindex", "add_doc_source", "remove_doc_source", "refresh_doc_source"}
@@ -65,23 +61,10 @@ Mode = Literal["keyword", "semantic", "hybrid"]
 TopK = Annotated[int, Field(ge=1, le=50, description="How many results to return (1-50).")]
 
 
-def model_fixable(fn: Callable[P, R]) -> Callable[P, R]:
-    """Library errors become tool errors (isError results the model reads), never protocol errors."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except CitedocsError as exc:
-            raise ToolError(tool_message(exc)) from exc
-
-    return wrapper
-
-
 def build_server(app: Citedocs, *, read_only: bool = False, max_chars: int | None = None) -> MCPServer:
     """One MCP server for both tool sets over `app`; `read_only` hides the tools that change the registry."""
     budget = max_chars or int(getattr(app.settings, "mcp_max_chars", 0) or DEFAULT_MAX_CHARS)
-    server = MCPServer(
+    server = CitedocsMCPServer(
         "citedocs",
         title="citedocs — search your folders and documentation sites",
         version=__version__,

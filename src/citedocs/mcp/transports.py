@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import re
-import socket
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mcp.server.transport_security import TransportSecuritySettings
 
+from citedocs.httpd import bind
 from citedocs.mcp.tools import build_server
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from citedocs.settings import Settings
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+SETTLE_S = 60.0  # the packaged MiniLM loads in 1-3 s on 2 cores
 
 
 def transport_security(
@@ -55,8 +56,10 @@ def http_app(
     path: str = "/mcp",
     allowed_hosts: Sequence[str] = (),
     max_chars: int | None = None,
+    security: TransportSecuritySettings | None = None,
 ) -> Starlette:
-    """An ASGI app serving streamable HTTP MCP at `path`.
+    """An ASGI app serving streamable HTTP MCP at `path`; `security` replaces the Host/Origin lists built
+    from `port`, `host` and `allowed_hosts` (`citedocs serve` passes the ones its API checks).
 
     Mounted inside another app, its lifespan must run too (Starlette does not run a mounted app's):
     enter `mcp_app.router.lifespan_context(mcp_app)` in the outer app's lifespan.
@@ -64,7 +67,7 @@ def http_app(
     server = build_server(app, read_only=read_only, max_chars=max_chars)
     return server.streamable_http_app(
         streamable_http_path=path,
-        transport_security=transport_security(port, host, allowed_hosts),
+        transport_security=security or transport_security(port, host, allowed_hosts),
         host=host,
     )
 
@@ -75,29 +78,30 @@ def _start_model(app: Citedocs) -> None:
         start()
 
 
+def settle_model(app: Citedocs, timeout: float = SETTLE_S) -> None:
+    """Wait for a background model load still running: the process must not exit while the ONNX runtime is
+    loading in another thread (it aborts: "terminate called without an active exception", exit 134)."""
+    embedder = getattr(app, "embedder", None)
+    if embedder is not None and embedder.state == "loading":
+        embedder.wait(timeout)
+
+
 def run_stdio(settings: Settings, read_only: bool = False) -> None:
-    """Serve MCP on stdin/stdout until the client closes them (`citedocs mcp`). Logs go to stderr."""
+    """Serve MCP on stdin/stdout until the client closes stdin (every pending request answered first), or
+    SIGTERM (`citedocs mcp`). Logs go to stderr."""
     import anyio
 
+    from citedocs.mcp.stdio import serve_stdio
     from citedocs.service import Citedocs
 
     app = Citedocs(settings)
     try:
         _start_model(app)
         server = build_server(app, read_only=read_only)
-        anyio.run(server.run_stdio_async)
+        anyio.run(serve_stdio, server)
     finally:
+        settle_model(app)
         app.close()
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket (connections queue until the server accepts); port 0 picks a free one."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    return sock
 
 
 def run_http(
@@ -107,23 +111,25 @@ def run_http(
     read_only: bool = False,
     allowed_hosts: Sequence[str] = (),
 ) -> None:
-    """A standalone streamable-HTTP MCP server at http://HOST:PORT/mcp until interrupted."""
-    import uvicorn
-
+    """A standalone streamable-HTTP MCP server at http://HOST:PORT/mcp until SIGTERM or Ctrl-C (exit 0).
+    Extra Host names: `allowed_hosts`, else `settings.mcp_allowed_hosts`."""
+    from citedocs.httpd import serve, stop_normally_on_signals
     from citedocs.service import Citedocs
 
+    stop_normally_on_signals()
     host = host or settings.host
     sock = bind(host, settings.port if port is None else port)
     bound_port = int(sock.getsockname()[1])
     app = Citedocs(settings)
     try:
         _start_model(app)
-        asgi = http_app(app, read_only, port=bound_port, host=host, allowed_hosts=allowed_hosts)
+        extra = list(allowed_hosts) or settings.mcp_allowed_hosts
+        asgi = http_app(app, read_only, port=bound_port, host=host, allowed_hosts=extra)
         shown = f"[{host}]" if ":" in host else host
-        print(f"citedocs MCP server on http://{shown}:{bound_port}/mcp", file=sys.stderr, flush=True)
-        config = uvicorn.Config(asgi, log_level="warning", lifespan="on")
-        uvicorn.Server(config).run(sockets=[sock])
+        serve(asgi, sock, settings, on_ready=lambda: print(
+            f"citedocs MCP server on http://{shown}:{bound_port}/mcp", file=sys.stderr, flush=True))  # fmt: skip
     finally:
+        settle_model(app)
         app.close()
         sock.close()
 
@@ -141,11 +147,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--allow-host", action="append", default=[], help="Extra allowed Host name (HTTP).")
     args = parser.parse_args(argv)
 
+    from citedocs.errors import CitedocsError
     from citedocs.settings import Settings
 
     settings = Settings(db=args.db) if args.db else Settings()
-    if args.http:
-        run_http(settings, args.host, args.port, args.read_only, args.allow_host)
-    else:
-        run_stdio(settings, args.read_only)
+    try:
+        if args.http:
+            run_http(settings, args.host, args.port, args.read_only, args.allow_host)
+        else:
+            run_stdio(settings, args.read_only)
+    except CitedocsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0

@@ -1,0 +1,137 @@
+"""The `citedocs mcp` and `citedocs ask` processes end to end: what a user piping into them sees.
+
+`citedocs mcp` whose stdin closes at once or after a burst of requests, with the real (packaged) embedding
+model loading in the background; `citedocs ask` against the scripted OpenAI server on a real socket.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakes.openai_server import FakeOpenAI, Reply
+
+QUESTION = "Which port does the server listen on by default?"
+ANSWER = ["The server listens", " on port 8765", " by default [1]."]
+
+
+def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.sqlite3"), **extra}
+
+
+def docs_folder(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "install.md").write_text(
+        "# Installation\n\n## Linux\n\nInstall citedocs with `pipx install citedocs`. The server listens on "
+        "port 8765 by default.\n",
+        encoding="utf-8",
+    )
+    (docs / "config.md").write_text("# Configuration\n\nSet CITEDOCS_MAX_CONCURRENT to limit answers.\n",
+                                    encoding="utf-8")  # fmt: skip
+    return docs
+
+
+def rpc(n: int, method: str, **params: Any) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params})
+
+
+HANDSHAKE = [
+    rpc(1, "initialize", protocolVersion="2025-06-18", capabilities={},
+        clientInfo={"name": "pipe", "version": "1"}),
+    json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", [["-m", "citedocs", "mcp"], ["-m", "citedocs.mcp"]])
+def test_mcp_with_stdin_closed_at_once_exits_0(tmp_path: Path, command: list[str]) -> None:
+    proc = subprocess.run([sys.executable, *command], stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, env=env_for(tmp_path), timeout=120, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "terminate called" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def run_mcp(tmp_path: Path, lines: list[str]) -> dict[Any, dict[str, Any]]:
+    """Pipe `lines` into `citedocs mcp` (stdin closes right after them); the replies by id."""
+    proc = subprocess.run([sys.executable, "-m", "citedocs", "mcp"], input="\n".join(lines) + "\n",
+                          capture_output=True, text=True, env=env_for(tmp_path), timeout=120,
+                          check=False)  # fmt: skip
+    assert proc.returncode == 0 and "terminate called" not in proc.stderr, proc.stderr
+    replies = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    return {reply.get("id"): reply for reply in replies}
+
+
+def test_mcp_answers_every_piped_request_before_it_exits(tmp_path: Path) -> None:
+    docs = docs_folder(tmp_path)
+    replies = run_mcp(tmp_path, [
+        *HANDSHAKE,
+        rpc(2, "tools/call", name="add_folder", arguments={"path": str(docs)}),
+        rpc(3, "tools/call", name="list_folders", arguments={}),
+        rpc(4, "tools/list"),
+        rpc(5, "prompts/get", name="summarize"),
+    ])  # fmt: skip
+    assert set(replies) == {1, 2, 3, 4, 5}
+    assert replies[2]["result"]["isError"] is False
+    assert any(tool["name"] == "read_file" for tool in replies[4]["result"]["tools"])
+    error = replies[5]["error"]
+    assert (
+        error["code"] == -32602 and "'summarize'" in error["message"] and "prompts/list" in error["message"]
+    )
+
+
+def test_mcp_refuses_nul_bytes_in_paths_with_a_tool_error_that_says_what_to_do(tmp_path: Path) -> None:
+    docs = docs_folder(tmp_path)
+    replies = run_mcp(tmp_path, [
+        *HANDSHAKE,
+        rpc(2, "tools/call", name="add_folder", arguments={"path": str(docs)}),
+        rpc(3, "tools/call", name="read_file", arguments={"path": f"{docs}/install.md\x00.png"}),
+        rpc(4, "tools/call", name="add_folder", arguments={"path": f"{docs}\x00"}),
+        rpc(5, "tools/call", name="search", arguments={"query": "port", "folder": f"{docs}\x00"}),
+    ])  # fmt: skip
+    assert replies[2]["result"]["isError"] is False
+    for n, name in ((3, "path"), (4, "path"), (5, "folder")):
+        result = replies[n]["result"]
+        text = result["content"][0]["text"]
+        assert result["isError"] is True and name in text and "control character" in text, text
+        assert "plain text" in text
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> Path:
+    docs = docs_folder(tmp_path)
+    env = env_for(tmp_path, CITEDOCS_EMBEDDER="none")
+    subprocess.run([sys.executable, "-m", "citedocs", "add", str(docs)], env=env, capture_output=True,
+                   check=True, timeout=120)  # fmt: skip
+    return docs
+
+
+def ask(tmp_path: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = env_for(tmp_path, CITEDOCS_EMBEDDER="none", CITEDOCS_LLM_BASE_URL=url)
+    return subprocess.run([sys.executable, "-m", "citedocs", "ask", QUESTION, *args], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+
+
+def test_ask_streams_the_answer_and_prints_the_checked_citation(tmp_path: Path, indexed: Path) -> None:
+    with FakeOpenAI([Reply(tokens=ANSWER)]) as fake:
+        proc = ask(tmp_path, fake.base_url)
+        prompt = json.dumps(fake.requests[0].body)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("".join(ANSWER)), proc.stdout  # the streamed tokens, as they came
+    assert "Answer (citations checked): The server listens on port 8765 by default [1]." in proc.stdout
+    assert f"[1] {indexed / 'install.md'} · lines" in proc.stdout
+    assert "listens on port 8765" in prompt
+
+
+def test_ask_json_prints_one_answer_object(tmp_path: Path, indexed: Path) -> None:
+    with FakeOpenAI([Reply(tokens=ANSWER)]) as fake:
+        proc = ask(tmp_path, fake.base_url, "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["answer"].endswith("[1].") and data["citations"] == [1] and not data["refused"]
+    assert data["sources"][0]["path"] == str(indexed / "install.md")
