@@ -26,3 +26,14 @@ def test_keyword_retrieval_clears_the_committed_floors(tmp_path: Path) -> None:
     )
     failures = check(run_dir, retrieval_cases(cases), REPO / "eval/floors-retrieval.toml")
     assert not failures, failures
+
+
+def test_japanese_keyword_retrieval_clears_its_floors(tmp_path: Path) -> None:
+    data = shared("ja-developers-reference")
+    cases = load_cases(data / "cases.jsonl")
+    run_dir = tmp_path / "run"
+    result = run_retrieval_eval(data / "docs", cases, Settings(db=str(tmp_path / "x.db"), embedder="none"),
+                                mode="keyword", run_dir=run_dir)  # fmt: skip
+    assert result["cases"] == 30
+    failures = check(run_dir, retrieval_cases(cases), REPO / "eval/floors-retrieval-ja.toml")
+    assert not failures, failures

@@ -7,21 +7,16 @@ The public API is what `__all__` lists (pinned by tests/test_public_api.py). Nam
 from __future__ import annotations
 
 import importlib
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    __version__: str
     from citedocs.answer.service import AnswerEvent, AnswerService, PreparedAnswer
     from citedocs.errors import CitedocsError
     from citedocs.hits import Hit
     from citedocs.search.engine import SearchResult
     from citedocs.service import Citedocs, ReadResult, SourceInfo
     from citedocs.settings import Settings
-
-try:
-    __version__ = metadata.version("citedocs")
-except metadata.PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
 
 _EXPORTS = {
     "AnswerEvent": "citedocs.answer.service",
@@ -51,7 +46,20 @@ __all__ = [
 ]
 
 
+def _version() -> str:
+    # Read on first use: importlib.metadata scans site-packages (~50 ms a CLI call would pay for nothing).
+    from importlib import metadata
+
+    try:
+        return metadata.version("citedocs")
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "0.0.0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'citedocs' has no attribute {name!r}")
