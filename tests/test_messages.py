@@ -201,3 +201,16 @@ def test_search_json_is_the_object_the_http_api_returns(tmp_path: Path) -> None:
         library.close()
     assert set(from_cli) == {"query", "mode", "note", "hits"} and from_cli["hits"]
     assert from_cli == from_api
+
+
+def test_every_message_quoted_in_troubleshooting_still_exists_in_the_source() -> None:
+    repo = Path(__file__).resolve().parents[1]
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (repo / "src" / "citedocs").rglob("*.py"))
+    doc = (repo / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
+    quotes = [
+        line.strip().removeprefix(">").strip() for line in doc.splitlines() if line.strip().startswith(">")
+    ]
+    assert len(quotes) >= 10
+    for quote in quotes:
+        for fragment in (part.strip() for part in quote.split("…")):
+            assert not fragment or fragment in source, f"{fragment!r} (docs/troubleshooting.md) is not in src"

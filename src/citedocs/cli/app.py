@@ -222,7 +222,7 @@ def search(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Search the index."""
+    """Search the index; `--json` prints the object POST /search returns (query, mode, note, hits)."""
     from citedocs.search.engine import EMPTY_INDEX_NOTE
 
     with service(db) as app_:
