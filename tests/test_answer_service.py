@@ -126,6 +126,18 @@ def test_invalid_citation_is_reported_and_removed(library: Citedocs) -> None:
     assert done.data["citations"] == [1]
 
 
+def test_unsupported_sentence_is_marked_in_the_answer_and_raw_answer_is_kept(library: Citedocs) -> None:
+    raw = "The server listens on port 8765 by default [1]. It encrypts every answer with AES-256 [1]."
+    with FakeOpenAI([Reply(tokens=[raw])]) as server:
+        done = run(events_of(library, server))[-1]
+    assert done.event == "done" and done.data["raw_answer"] == raw
+    assert done.data["answer"] == (
+        "The server listens on port 8765 by default [1]. It encrypts every answer with AES-256 [1] [unverified]."
+    )
+    assert [s["supported"] for s in done.data["sentences"]] == [True, False]
+    assert done.data["citations"] == [1]
+
+
 def test_server_error_before_first_token_is_retried(library: Citedocs) -> None:
     with FakeOpenAI([Reply.error(500), Reply(tokens=PORT_ANSWER)]) as server:
         done = run(events_of(library, server))[-1]

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from citedocs.chunker import chunk_segments, estimate_tokens
 from citedocs.parsers.base import Segment
 
@@ -83,3 +85,43 @@ def test_oversized_single_line_is_split_at_sentences() -> None:
 def test_empty_segments_give_no_chunks() -> None:
     assert chunk_segments([Segment("  \n ", (), 1, 2)]) == []
     assert estimate_tokens("") == 0
+
+
+def _one_line(chars: int, unit: str) -> str:
+    return (unit * (chars // len(unit) + 1))[:chars]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "unit", ["lorem ipsum dolor sit amet ", "x", pytest.param("Short one. ", marks=pytest.mark.slow)]
+)
+def test_a_45_mb_single_line_chunks_in_seconds_not_hours(unit: str) -> None:
+    # Cutting the rest of a line with `part = part[cut:]` copied it each time: 16 MB took 30 s, 45 MB (under
+    # the 50 MB file cap) did not finish in 5 minutes, and stopped the indexing of every later file.
+    chars = 45_000_000
+    chunks = chunk_segments([Segment(_one_line(chars, unit), (), 1, 1)])
+    assert all(c.tokens <= 560 for c in chunks)
+    assert (
+        sum(len(c.text) for c in chunks) >= chars * 0.99
+    )  # nothing lost: pieces are joined with spaces only
+    assert all((c.line_start, c.line_end) == (1, 1) for c in chunks)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_millions_of_short_lines_in_one_paragraph_chunk_in_seconds() -> None:
+    text = "\n".join(f"2026-12-01 12:00:{i % 60:02d} event {i}" for i in range(1_000_000))
+    chunks = chunk_segments([Segment(text, (), 1, 1_000_000)])
+    assert chunks[-1].line_end == 1_000_000 and all(c.tokens <= 560 for c in chunks)
+
+
+def test_long_line_pieces_are_whole_sentences_then_cuts_at_spaces() -> None:
+    long_sentence = " ".join(f"w{i}" for i in range(1200))  # ~1,200 tokens, no sentence end
+    line = f"First sentence here. {long_sentence}. Last one."
+    pieces = [
+        c.text for c in chunk_segments([Segment(line, (), 1, 1)], target=400, overlap=0, max_tokens=560)
+    ]
+    joined = " ".join(p.replace("\n\n", " ") for p in pieces)
+    assert joined.split() == line.split()
+    assert pieces[0].startswith("First sentence here.")
+    assert all(not p.startswith(" ") and not p.endswith(" ") for p in pieces)

@@ -120,6 +120,25 @@ def test_unsupported_sentence_is_flagged_and_keeps_its_valid_citation() -> None:
     )
 
 
+def test_unsupported_sentence_is_marked_once_and_the_mark_is_not_content() -> None:
+    answer = "citedocs serve listens on port 8080 by default [1]. It rotates keys weekly [1]."
+    report = check_citations(answer, passages())
+    marked = repair_answer(answer, report, mark_unverified=True)
+    assert (
+        marked
+        == "citedocs serve listens on port 8080 by default [1]. It rotates keys weekly [1] [unverified]."
+    )
+    again = check_citations(marked, passages())
+    assert [(s.supported, round(s.support, 3)) for s in again.sentences] == [
+        (s.supported, round(s.support, 3)) for s in report.sentences
+    ]
+    assert repair_answer(marked, again, mark_unverified=True) == marked
+    uncited = "It rotates keys weekly."
+    assert repair_answer(uncited, check_citations(uncited, passages()), mark_unverified=True) == (
+        "It rotates keys weekly [unverified]."
+    )
+
+
 def test_numbers_must_match() -> None:
     _, check = only("citedocs serve listens on port 9090 by default [1].")
     assert not check.supported and check.supported_by == []

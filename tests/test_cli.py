@@ -40,19 +40,19 @@ def test_samples_index_in_every_format(db: Path) -> None:
 
 
 def test_search_json_has_the_documented_fields(db: Path) -> None:
-    hits = json.loads(cli("search", "metrics port", "--json", "-k", "3", db=db).stdout)
+    hits = json.loads(cli("search", "metrics port", "--json", "-k", "3", db=db).stdout)["hits"]
     assert 1 <= len(hits) <= 3
     assert set(hits[0]) >= HIT_FIELDS
     assert "**" in hits[0]["snippet"]
 
 
 def test_pdf_hits_carry_pages_and_type_filter_works(db: Path) -> None:
-    hits = json.loads(cli("search", "release", "--type", "pdf", "--json", db=db).stdout)
+    hits = json.loads(cli("search", "release", "--type", "pdf", "--json", db=db).stdout)["hits"]
     assert hits and all(h["path"].endswith(".pdf") and h["page"] >= 1 for h in hits)
 
 
 def test_read_a_hit_lines_and_refuse_outside(db: Path, tmp_path: Path) -> None:
-    [hit] = json.loads(cli("search", "metrics port", "--json", "-k", "1", db=db).stdout)
+    [hit] = json.loads(cli("search", "metrics port", "--json", "-k", "1", db=db).stdout)["hits"]
     read = json.loads(
         cli("read", f"{hit['path']}:{hit['line_start']}-{hit['line_end']}", "--json", db=db).stdout
     )

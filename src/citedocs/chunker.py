@@ -8,17 +8,23 @@ characters / 4 (English BPE averages ~4 characters per token), which is fast and
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from citedocs.parsers.base import Segment
 
 CHARS_PER_TOKEN = 4
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+_NON_SPACE = re.compile(r"\S")  # \S is exactly `not str.isspace()`, what lstrip strips
 
 
 def estimate_tokens(text: str) -> int:
-    return max(1, (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN) if text else 0
+    return _tokens_for_length(len(text))
+
+
+def _tokens_for_length(length: int) -> int:
+    return max(1, (length + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN) if length else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,21 +42,26 @@ class ChunkDraft:
         return " > ".join(self.headings)
 
 
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    """A paragraph, a code block, or a piece of an oversized paragraph, with its line span."""
+class _Unit(NamedTuple):
+    """A paragraph, a code block, or a piece of an oversized paragraph, with its line span.
+
+    A tuple, with its token estimate computed once: a log file is millions of one-line units, and a frozen
+    dataclass that re-joined its lines for each `tokens` read cost most of the time spent chunking one.
+    """
 
     lines: tuple[str, ...]
     line_start: int
     atomic: bool
+    tokens: int
 
     @property
     def text(self) -> str:
         return "\n".join(self.lines)
 
-    @property
-    def tokens(self) -> int:
-        return estimate_tokens(self.text)
+
+def _unit(lines: tuple[str, ...], line_start: int, *, atomic: bool) -> _Unit:
+    length = sum(map(len, lines)) + len(lines) - 1 if lines else 0
+    return _Unit(lines, line_start, atomic, _tokens_for_length(length))
 
 
 def chunk_segments(
@@ -119,7 +130,7 @@ def _units(seg: Segment) -> Iterable[_Unit]:
         return seg.line_start + (i if exact else min(span - 1, i * span // max(1, len(lines))))
 
     if seg.kind == "code":
-        yield _Unit(tuple(lines), seg.line_start, atomic=True)
+        yield _unit(tuple(lines), seg.line_start, atomic=True)
         return
     para: list[str] = []
     start = 0
@@ -129,7 +140,7 @@ def _units(seg: Segment) -> Iterable[_Unit]:
                 start = i
             para.append(line)
         elif para:
-            yield _Unit(tuple(para), line_no(start), atomic=False)
+            yield _unit(tuple(para), line_no(start), atomic=False)
             para = []
 
 
@@ -139,28 +150,50 @@ def _split_unit(unit: _Unit, max_tokens: int) -> list[_Unit]:
         return [unit]
     pieces: list[_Unit] = []
     for offset, line in enumerate(unit.lines):
-        if estimate_tokens(line) <= max_tokens:
-            pieces.append(_Unit((line,), unit.line_start + offset, atomic=False))
-            continue
-        parts = _SENTENCE_END.split(line)
-        buf = ""
-        for part in parts:
-            while estimate_tokens(part) > max_tokens:
-                cut = part.rfind(" ", 0, max_tokens * CHARS_PER_TOKEN)
-                cut = cut if cut > 0 else max_tokens * CHARS_PER_TOKEN
-                if buf:
-                    pieces.append(_Unit((buf,), unit.line_start + offset, atomic=False))
-                    buf = ""
-                pieces.append(_Unit((part[:cut],), unit.line_start + offset, atomic=False))
-                part = part[cut:].lstrip()
-            if buf and estimate_tokens(buf + " " + part) > max_tokens:
-                pieces.append(_Unit((buf,), unit.line_start + offset, atomic=False))
-                buf = part
-            else:
-                buf = f"{buf} {part}".strip()
-        if buf:
-            pieces.append(_Unit((buf,), unit.line_start + offset, atomic=False))
+        start = unit.line_start + offset
+        tokens = estimate_tokens(line)
+        if tokens <= max_tokens:
+            pieces.append(_Unit((line,), start, False, tokens))
+        else:
+            pieces.extend(
+                _Unit((text,), start, False, estimate_tokens(text)) for text in _split_line(line, max_tokens)
+            )
     return pieces
+
+
+def _split_line(line: str, max_tokens: int) -> Iterator[str]:
+    """Pieces of one oversized line: whole sentences packed up to `max_tokens`, long sentences cut at spaces.
+
+    Linear in the line's length: the rest of a sentence is an index, never a re-sliced copy, and the sentences
+    waiting in the buffer are a list joined once (a 45 MB line took minutes when each cut copied the rest).
+    The buffer never starts or ends with whitespace, so appending to it is the strip of `buf + " " + part`.
+    """
+    width = max_tokens * CHARS_PER_TOKEN
+    buf: list[str] = []
+    size = 0  # len(" ".join(buf))
+    for part in _SENTENCE_END.split(line):
+        pos = 0
+        while len(part) - pos > width:
+            found = part.rfind(" ", pos, pos + width)
+            cut = found if found > pos else pos + width
+            if buf:
+                yield " ".join(buf)
+                buf, size = [], 0
+            yield part[pos:cut]
+            rest = _NON_SPACE.search(part, cut)
+            pos = rest.start() if rest else len(part)
+        tail = part[pos:] if pos else part
+        if buf and _tokens_for_length(size + 1 + len(tail)) > max_tokens:
+            yield " ".join(buf)
+            buf, size = ([tail], len(tail)) if tail else ([], 0)
+        elif buf:
+            if stripped := tail.rstrip():
+                buf.append(stripped)
+                size += 1 + len(stripped)
+        elif stripped := tail.strip():
+            buf, size = [stripped], len(stripped)
+    if buf:
+        yield " ".join(buf)
 
 
 def _pack(
@@ -206,7 +239,7 @@ def _tail(units: list[_Unit], overlap: int) -> list[_Unit]:
             cost = estimate_tokens(line)
             if cost > budget:
                 return carried
-            carried.insert(0, _Unit((line,), unit.line_start + offset, atomic=False))
+            carried.insert(0, _Unit((line,), unit.line_start + offset, False, cost))
             budget -= cost
     return carried
 

@@ -4,7 +4,8 @@ Citations are checked, not trusted. For each sentence, a fast lexical measure as
 (numbers, identifiers, stemmed content words; see `terms`) the cited passages contain. A sentence whose
 citations hold it keeps them (minus passages that add nothing); one that cites the wrong passage is moved to
 the passage that holds it (the neighbour mis-citation askdocs found); an uncited sentence that a passage
-clearly holds gets that citation; a sentence no passage holds is flagged. Every number in a sentence must
+clearly holds gets that citation; a sentence no passage holds is flagged, and in the delivered answer it ends
+with UNVERIFIED_MARK, so a reader sees which claims the sources do not back. Every number in a sentence must
 appear in its sources: "port 9090" is not supported by a passage that says "port 8080".
 """
 
@@ -26,6 +27,7 @@ from citedocs.text.terms import Terms, coverage, extract_terms, union
 __all__ = [
     "MIN_CONTRIBUTION",
     "SUPPORT_THRESHOLD",
+    "UNVERIFIED_MARK",
     "CitationReport",
     "SentenceCheck",
     "check_citations",
@@ -47,6 +49,8 @@ MIN_CONTRIBUTION = 0.25
 MAX_SOURCES_PER_SENTENCE = 2
 # How close (difflib ratio) an answer must be to REFUSAL_SENTENCE to count as that sentence.
 REFUSAL_SIMILARITY = 0.8
+# What the delivered answer shows after a sentence no passage supports (after the citations it kept).
+UNVERIFIED_MARK = "[unverified]"
 
 
 @dataclass(slots=True)
@@ -163,7 +167,7 @@ def _check_sentence(
 ) -> SentenceCheck:
     cited = sorted({n for m in markers for n in m.numbers})
     valid = [n for n in cited if 1 <= n <= len(passage_terms)]
-    terms = extract_terms(strip_markers(text))
+    terms = extract_terms(strip_markers(text).replace(UNVERIFIED_MARK, ""))
 
     def verdict(supported_by: list[int], support: float, supported: bool, checked: bool) -> SentenceCheck:
         final = supported_by if supported else valid
@@ -231,11 +235,14 @@ def _final_citations(check: SentenceCheck, count: int, keep_unverified: bool = T
     return [n for n in check.cited if 1 <= n <= count] if keep_unverified else []
 
 
-def repair_answer(answer: str, report: CitationReport, *, keep_unverified: bool = True) -> str:
+def repair_answer(
+    answer: str, report: CitationReport, *, keep_unverified: bool = True, mark_unverified: bool = False
+) -> str:
     """`answer` with each sentence's markers replaced by its verified sources.
 
     Invalid numbers are always removed. An unsupported sentence keeps the valid numbers the model gave
-    (`keep_unverified`, the default: the report already flags it) or loses them.
+    (`keep_unverified`, the default: the report already flags it) or loses them; with `mark_unverified`
+    (what AnswerService delivers) it also ends with UNVERIFIED_MARK, so the answer itself says so.
     """
     if answer != report.answer:
         raise InputError(
@@ -247,10 +254,11 @@ def repair_answer(answer: str, report: CitationReport, *, keep_unverified: bool 
         if check.kind == "code":
             continue
         wanted = _final_citations(check, report.source_count, keep_unverified)
-        if wanted == check.cited:
+        mark = mark_unverified and not check.supported
+        if wanted == check.cited and not mark:
             continue
         pieces.append(answer[last : check.start])
-        pieces.append(_rewrite(check.sentence, check.start, check.markers, wanted))
+        pieces.append(_rewrite(check.sentence, check.start, check.markers, wanted, mark=mark))
         last = check.end
     pieces.append(answer[last:])
     return "".join(pieces)
@@ -259,16 +267,22 @@ def repair_answer(answer: str, report: CitationReport, *, keep_unverified: bool 
 _TRAILING_RE = re.compile(r"[.!?:;]*[\"')”’*_]*$")
 
 
-def _rewrite(sentence: str, offset: int, markers: list[Marker], numbers: list[int]) -> str:
+def _rewrite(
+    sentence: str, offset: int, markers: list[Marker], numbers: list[int], *, mark: bool = False
+) -> str:
     bare, last = [], 0
     for marker in markers:
         bare.append(sentence[last : marker.start - offset].rstrip(" \t"))
         last = marker.end - offset
     bare.append(sentence[last:])
     text = "".join(bare).rstrip()
-    if not numbers:
+    if mark:  # a delivered answer checked again is marked once
+        text = text.replace(f" {UNVERIFIED_MARK}", "").replace(UNVERIFIED_MARK, "").rstrip()
+    label = "".join(f"[{n}]" for n in numbers)
+    if mark:
+        label = f"{label} {UNVERIFIED_MARK}" if label else UNVERIFIED_MARK
+    if not label:
         return text
     tail = _TRAILING_RE.search(text)
     cut = tail.start() if tail else len(text)
-    label = "".join(f"[{n}]" for n in numbers)
     return f"{text[:cut].rstrip()} {label}{text[cut:]}"

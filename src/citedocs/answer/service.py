@@ -4,7 +4,8 @@ Two phases, so a front end can turn setup failures into ordinary errors before i
 (validation, retrieval in a worker thread, the relevance gate) and `generate` (the events of one answer:
 `sources`, `token`*, then exactly one `done` or `error`). `stream` joins them for callers that want events
 only. Tokens stream raw as the model writes them; `done.answer` is the answer after its citations were checked
-and repaired, and `done.raw_answer` what the model wrote.
+and repaired, each sentence no passage supports marked `[unverified]`, and `done.raw_answer` what the model
+wrote.
 """
 
 from __future__ import annotations
@@ -241,7 +242,7 @@ class AnswerService:
     ) -> AnswerEvent:
         report = check_citations(raw, prepared.hits)
         refused = is_refusal(raw)
-        answer = REFUSAL_SENTENCE if refused else repair_answer(raw, report)
+        answer = REFUSAL_SENTENCE if refused else repair_answer(raw, report, mark_unverified=True)
         citations = [] if refused else report.citations
         total_ms = _ms(time.perf_counter() - prepared.started)
         timings = {"retrieval_ms": prepared.retrieval_ms, "ttft_ms": ttft_ms, "generation_ms": generation_ms,

@@ -9,13 +9,23 @@ from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from citedocs.cli.common import DbOption, JsonOption, console, out, print_json, run, service, settings_for
+from citedocs.settings import Settings
 
 if TYPE_CHECKING:
     from citedocs.index.folders import IndexProgress
+
+NOTHING_REGISTERED = (
+    "Nothing to search yet: no folder or site is registered. "
+    "Add a folder with `citedocs add PATH` (or a site with `citedocs add-site NAME URL`), then search again."
+)
+NOTHING_INDEXED = (
+    "Nothing is indexed yet. Run `citedocs status` to see whether indexing is still running or files failed; "
+    "`citedocs reindex` indexes the registered folders."
+)
 
 app = typer.Typer(
     name="citedocs",
@@ -52,6 +62,8 @@ def _index_and_report(app_: Any, name: str | None, force: bool, as_json: bool) -
     bar, update = _progress_bar("indexing")
     with bar:
         reports = run(lambda: app_.index(name, force=force, progress=update))
+    if not as_json:  # indexing ran first, so its lines come first
+        _print_index_reports(reports)
     embedded = None
     if app_.embedder is not None:
         ebar = Progress(TextColumn("[bold]embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -70,7 +82,9 @@ def _index_and_report(app_: Any, name: str | None, force: bool, as_json: bool) -
              "failures": [{"path": p, "reason": why} for p, why in r.failures]}
             for r in reports
         ])  # fmt: skip
-        return
+
+
+def _print_index_reports(reports: list[Any]) -> None:
     for r in reports:
         out.print(
             f"[bold]{r.source}[/bold]: {r.total} files — {r.indexed} indexed, {r.unchanged} unchanged, "
@@ -133,10 +147,11 @@ def list_(db: DbOption = None, as_json: JsonOption = False) -> None:
         if not infos:
             out.print("Nothing registered yet. Add a folder with `citedocs add PATH`.")
             return
-        table = Table("kind", "name", "docs", "chunks", "failed", "status")
+        # Not a table: a table cuts or folds the path that `citedocs remove` needs to fit the terminal.
         for i in infos:
-            table.add_row(i.kind, i.name, str(i.docs), str(i.chunks), str(i.failed), i.status)
-        out.print(table)
+            where = i.uri if i.kind == "folder" else f"{i.name} {i.uri}"
+            out.print(f"{i.kind} [bold]{escape(where)}[/bold]", overflow="ignore", crop=False)
+            out.print(f"  {i.docs} docs · {i.chunks} chunks · {i.failed} failed · {i.status}")
 
 
 @app.command()
@@ -156,17 +171,55 @@ def status(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Index totals, background jobs and failed files."""
     with service(db) as app_:
         data = run(app_.status)
+        data["llm"] = llm_state(app_.settings)
         if as_json:
             print_json(data)
             return
         t = data["totals"]
         out.print(f"index {data['db']}: {t['indexed']} documents, {t['chunks']} chunks, {t['failed']} failed")
+        out.print(_embedder_line(data["embedder"]))
+        out.print(_llm_line(data["llm"]))
         for job in data["jobs"][:3]:
             out.print(
                 f"  job {job['id']} {job['kind']} {job['state']}: {job['done']}/{job['total']} {job['message'] or ''}"
             )
         for f in data["failures"][:20]:
             out.print(f"  [yellow]failed[/yellow] {f['path']}: {f['reason']}")
+
+
+def llm_state(settings: Settings) -> dict[str, Any]:
+    """Which language model answers would use, from the settings alone: `status` starts no model server."""
+    from citedocs.llm.pool import split_urls
+    from citedocs.llm.wire import redact_url
+
+    urls = split_urls(settings.llm_base_url)
+    if urls:
+        return {"configured": True, "kind": "external", "model": settings.llm_model,
+                "base_url": ",".join(redact_url(url) for url in urls)}  # fmt: skip
+    if settings.llm_gguf:
+        return {"configured": True, "kind": "gguf", "model": settings.llm_model, "gguf": settings.llm_gguf,
+                "llama_server": settings.llama_server}  # fmt: skip
+    return {"configured": False, "kind": "none", "model": None}
+
+
+def _embedder_line(embedder: dict[str, Any]) -> str:
+    if embedder.get("name") is None:
+        return "embedder: none (CITEDOCS_EMBEDDER=none): keyword search only"
+    return (
+        f"embedder: {embedder['name']} ({embedder['state']}), "
+        f"{embedder['vectors']}/{embedder['chunks']} chunks embedded"
+    )
+
+
+def _llm_line(llm: dict[str, Any]) -> str:
+    if llm["kind"] == "external":
+        return f"LLM: {llm['base_url']} (model {llm['model']!r})"
+    if llm["kind"] == "gguf":
+        return f"LLM: {llm['gguf']} through {llm['llama_server']} (started by `citedocs serve` and `citedocs ask`)"
+    return (
+        "LLM: none configured; search works, answers need CITEDOCS_LLM_BASE_URL or CITEDOCS_LLM_GGUF "
+        "(see docs/models.md)"
+    )
 
 
 @app.command()
@@ -183,7 +236,9 @@ def search(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Search the index."""
+    """Search the index; `--json` prints the object POST /search returns (query, mode, note, hits)."""
+    from citedocs.search.engine import EMPTY_INDEX_NOTE
+
     with service(db) as app_:
         result = run(
             lambda: app_.search(
@@ -191,12 +246,15 @@ def search(
             )
         )
         if as_json:
-            print_json([h.to_dict() for h in result.hits])
+            print_json(result.to_dict())  # the same object as the HTTP API's /search
+            return
+        if not result.hits and not run(app_.list_sources):
+            out.print(NOTHING_REGISTERED)
             return
         if result.note:
             console.print(f"[dim]note: {result.note}[/dim]")
         if not result.hits:
-            out.print("No matches.")
+            out.print("No matches." if result.note != EMPTY_INDEX_NOTE else NOTHING_INDEXED)
         for n, h in enumerate(result.hits, 1):
             where = f"p. {h.page}" if h.page else f"lines {h.line_start}-{h.line_end}"
             out.print(
@@ -367,7 +425,19 @@ _register_subcommands()
 
 
 def main() -> None:
-    app()
+    """Run the CLI; a usage error is one `error: ...` line and what to do, like every other error."""
+    try:
+        code = app(standalone_mode=False)
+    except typer.TyperException as exc:  # typer's usage errors (its click exceptions) derive from it
+        console.print(f"[red]error:[/red] {escape(exc.format_message())}", highlight=False)
+        ctx = getattr(exc, "ctx", None)
+        command = ctx.command_path if ctx is not None else "citedocs"
+        console.print(f"  Run `{escape(command)} --help` to see how to call it.", highlight=False)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        console.print("[red]error:[/red] interrupted.", highlight=False)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from citedocs.cli.common import DbOption, JsonOption, out, print_json, run, service
 
@@ -65,11 +65,11 @@ def sites(db: DbOption = None, as_json: JsonOption = False) -> None:
         if not infos:
             out.print("No documentation sites yet. Add one with `citedocs add-site NAME LLMS_TXT_URL`.")
             return
-        table = Table("name", "url", "docs", "pages", "status", "refreshed", "last error")
+        # Not a table: a table cuts or folds the URL to fit the terminal, and the name `remove` needs with it.
         for i in infos:
-            table.add_row(i.name, i.url, str(i.docs), str(i.pages_fetched), i.status, _when(i.last_refreshed),
-                          i.last_error or "")  # fmt: skip
-        out.print(table)
+            out.print(f"[bold]{escape(i.name)}[/bold] {escape(i.url)}", overflow="ignore", crop=False)
+            line = f"  {i.docs} docs · {i.pages_fetched} pages · {i.status} · refreshed {_when(i.last_refreshed)}"
+            out.print(line + (f" · last error: {escape(i.last_error)}" if i.last_error else ""))
 
 
 def refresh(

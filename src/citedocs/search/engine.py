@@ -16,7 +16,7 @@ import numpy as np
 
 from citedocs.embed.blob import FINGERPRINT_KEY, matrix_from_blobs
 from citedocs.embed.lazy import LazyEmbedder
-from citedocs.errors import EmbedderError, InputError, ModelMismatchError
+from citedocs.errors import EmbedderError, InputError, ModelMismatchError, NotFoundError
 from citedocs.hits import Hit
 from citedocs.search.hybrid import CANDIDATES, VectorSearch, fuse
 from citedocs.search.keyword import keyword_ranking
@@ -26,6 +26,8 @@ from citedocs.text.analyzer import query_terms
 
 MAX_K = 50
 MODES = ("keyword", "semantic", "hybrid")
+K_HINT = f"Ask for 1 to {MAX_K} results: `-k N` on the command line, `k` in the HTTP API and MCP tools."
+EMPTY_INDEX_NOTE = "the index is empty: nothing has been indexed yet, so nothing can match"
 
 
 @dataclass(slots=True)
@@ -42,6 +44,22 @@ class SearchResult:
             "note": self.note,
             "hits": [h.to_dict() for h in self.hits],
         }
+
+
+def not_indexed_error(path: str, *, indexing: bool) -> NotFoundError:
+    """The error for a file of a registered folder that has no index entry: wait for its job, or reindex.
+
+    A file whose folder is being indexed only needs a moment; telling its user to reindex starts a second job.
+    """
+    if indexing:
+        return NotFoundError(
+            f"{path} is being indexed (its folder's indexing is still running).",
+            "Try again in a moment; `citedocs status` shows the progress.",
+        )
+    return NotFoundError(
+        f"{path} is not indexed.",
+        "Run `citedocs reindex` and try again; `citedocs status` lists files that failed and why.",
+    )
 
 
 def hit_from_chunk(chunk: StoredChunk, score: float, terms: Sequence[str]) -> Hit:
@@ -89,7 +107,7 @@ class SearchEngine:
         wait_for_model: bool = False,
     ) -> SearchResult:
         if not 1 <= k <= MAX_K:
-            raise InputError(f"k must be between 1 and {MAX_K}, got {k}.", "Ask for fewer results.")
+            raise InputError(f"k must be between 1 and {MAX_K}, got {k}.", K_HINT)
         mode = mode or self.default_mode
         if mode not in MODES:
             raise InputError(f"Unknown search mode {mode!r}.", f"Use one of: {', '.join(MODES)}.")
@@ -118,6 +136,8 @@ class SearchEngine:
             ranking, used = fuse(keyword, semantic, k), "hybrid"
         chunks = self.store.chunks_by_rowid([rowid for rowid, _ in ranking])
         hits = [hit_from_chunk(chunks[rowid], score, terms) for rowid, score in ranking if rowid in chunks]
+        if not hits and self.vectors.counts[1] == 0:
+            note = EMPTY_INDEX_NOTE  # not "no vectors yet": there is nothing to embed either
         return SearchResult(query, used, hits, note)
 
     def _semantic(
@@ -165,7 +185,7 @@ class SearchEngine:
     def similar(self, document_id: int, label: str, k: int = 5) -> SearchResult:
         """Files most like a document: the mean of its chunk vectors against every other chunk, best per file."""
         if not 1 <= k <= MAX_K:
-            raise InputError(f"k must be between 1 and {MAX_K}, got {k}.", "Ask for fewer results.")
+            raise InputError(f"k must be between 1 and {MAX_K}, got {k}.", K_HINT)
         own = set(self.store.document_rowids(document_id))
         note = None
         ranking: list[tuple[int, float]] = []

@@ -123,6 +123,12 @@ class ParsedURL:
         return self.origin + self.path + (f"?{self.query}" if self.query else "")
 
 
+# `hono.dev/llms.txt`, `localhost:8080/x`, `//example.com/x`: a host (with a dot, or localhost) but no scheme.
+_BARE_HOST = re.compile(
+    r"(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,63}(?::\d{1,5})?(?:[/?#]|$)|localhost(?::\d{1,5})?(?:[/?#]|$)"
+)
+
+
 def _refuse(message: str, hint: str = "Use an ordinary http(s) URL of a public site.") -> UnsafeURLError:
     return UnsafeURLError(f"refused: {message}.", hint)
 
@@ -212,7 +218,10 @@ def _split(url: str) -> ParsedURL:
     scheme = parts.scheme.lower()
     if scheme not in ALLOWED_SCHEMES:
         shown = scheme or "(none)"
-        raise _refuse(f"scheme {shown!r} is not allowed; only http and https URLs can be fetched")
+        message = f"scheme {shown!r} is not allowed; only http and https URLs can be fetched"
+        if "://" not in text and _BARE_HOST.match(text.lstrip("/")):
+            raise _refuse(message, f"Write the whole URL: https://{text.lstrip('/')}")
+        raise _refuse(message)
     if not text[len(scheme) + 1 :].startswith("//") or not parts.netloc:
         raise _refuse(f"{text[:80]!r} has no host")
     netloc = parts.netloc
