@@ -192,7 +192,7 @@ def test_search_json_is_the_object_the_http_api_returns(tmp_path: Path) -> None:
 
     async def post() -> httpx.Response:
         transport = httpx.ASGITransport(app=create_app(library.settings, library))
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             return await client.post("/search", json={"query": "rotate logs", "k": 3})
 
     try:
@@ -214,3 +214,25 @@ def test_every_message_quoted_in_troubleshooting_still_exists_in_the_source() ->
     for quote in quotes:
         for fragment in (part.strip() for part in quote.split("…")):
             assert not fragment or fragment in source, f"{fragment!r} (docs/troubleshooting.md) is not in src"
+
+
+def test_find_similar_on_a_folder_still_being_indexed_says_to_wait(tmp_path: Path) -> None:
+    from citedocs.errors import NotFoundError
+    from citedocs.service import Citedocs
+    from citedocs.settings import Settings
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nalpha\n")
+    app = Citedocs(Settings(db=str(tmp_path / "index.sqlite3"), embedder="none"))
+    try:
+        source = app.add_folder(docs)
+        app.store.update_source(source.id, status="indexing")  # as while its job runs
+        with pytest.raises(NotFoundError, match="is being indexed") as waiting:
+            app.find_similar(str(docs / "a.md"))
+        assert "Try again in a moment" in waiting.value.hint
+        app.store.update_source(source.id, status="ready")
+        with pytest.raises(NotFoundError, match="is not indexed"):
+            app.find_similar(str(docs / "a.md"))
+    finally:
+        app.close()

@@ -22,7 +22,7 @@ from citedocs.index.embedding import EmbedProgress, embed_pending
 from citedocs.index.folders import FolderIndexer, IndexProgress, ProgressCallback, pin_source
 from citedocs.index.reanalysis import STALE_NOTE, mark_analyzed, needs_reanalysis
 from citedocs.parsers import parse_bytes
-from citedocs.search.engine import SearchEngine, SearchResult
+from citedocs.search.engine import SearchEngine, SearchResult, not_indexed_error
 from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle, Opened, read_capped
 from citedocs.sources.folders import open_confined, system_folder_problem
@@ -328,7 +328,11 @@ class Citedocs:
         os.close(opened.fd)
         found = self.store.document_by_path(str(resolved))
         if found is None or found[0].id is None:
-            raise NotFoundError(f"{path} is not indexed.", "Run `citedocs reindex` and try again.")
+            indexing = any(
+                s.status == "indexing" and resolved.is_relative_to(s.uri)
+                for s in self.store.list_sources("folder")
+            )
+            raise not_indexed_error(path, indexing=indexing)
         return self.engine.similar(found[0].id, str(resolved), k)
 
     # -- answers ----------------------------------------------------------------------------------
