@@ -260,3 +260,18 @@ def test_the_auto_embedder_keeps_minilm_for_an_english_index(tmp_path: Path) -> 
         assert app.embedder is not None and "MiniLM" in app.embedder.name
     finally:
         app.close()
+
+
+def test_a_japanese_question_asks_for_a_japanese_answer_and_refusal_and_english_is_unchanged() -> None:
+    from citedocs.answer.citations import is_refusal
+    from citedocs.answer.prompt import REFUSAL_SENTENCE, REFUSAL_SENTENCES, build_messages
+
+    passage = _hit("古いログは 30 日後に削除されます。")
+    japanese, _ = build_messages(QUESTION, [passage], fence="a" * 16)
+    rules = japanese[1]["content"].rsplit("Rules:", 1)[1]
+    assert "Write the answer in Japanese" in rules and REFUSAL_SENTENCES["ja"] in rules
+    english, _ = build_messages("When are old logs deleted?", [passage], fence="a" * 16)
+    english_rules = english[1]["content"].rsplit("Rules:", 1)[1]
+    assert "Japanese" not in english_rules and english_rules.rstrip().endswith(REFUSAL_SENTENCE)
+    assert is_refusal(REFUSAL_SENTENCES["ja"]) and is_refusal("索引にある文書からはお答えできません")
+    assert is_refusal(REFUSAL_SENTENCE) and not is_refusal("古いログは 30 日後に削除されます [1]。")

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from citedocs.answer.prompt import REFUSAL_SENTENCE
+from citedocs.answer.prompt import REFUSAL_SENTENCES
 from citedocs.answer.sentences import Marker, find_markers, parse_citations, split_sentences, strip_markers
 from citedocs.errors import InputError
 from citedocs.hits import Hit
@@ -47,7 +47,7 @@ SUPPORT_THRESHOLD = 0.6
 MIN_CONTRIBUTION = 0.25
 # When looking for the passages that hold a mis-cited or uncited sentence, combinations of up to this many.
 MAX_SOURCES_PER_SENTENCE = 2
-# How close (difflib ratio) an answer must be to REFUSAL_SENTENCE to count as that sentence.
+# How close (difflib ratio) an answer must be to a refusal sentence to count as that sentence.
 REFUSAL_SIMILARITY = 0.8
 # What the delivered answer shows after a sentence no passage supports (after the citations it kept).
 UNVERIFIED_MARK = "[unverified]"
@@ -124,19 +124,23 @@ def _normalize_refusal(text: str) -> str:
     return " ".join(re.sub(r"[^\w' ]+", " ", text).split())
 
 
-_REFUSAL_NORMALIZED = _normalize_refusal(REFUSAL_SENTENCE)
+_REFUSALS_NORMALIZED = [_normalize_refusal(sentence) for sentence in REFUSAL_SENTENCES.values()]
 
 
 def is_refusal(answer: str) -> bool:
-    """True when the answer is the refusal sentence, give or take case, punctuation and small rewording."""
+    """True when the answer is a refusal sentence (in any language the prompt asks for), give or take case,
+    punctuation and small rewording."""
     text = _normalize_refusal(answer)
-    if not text:
+    return bool(text) and any(_is_like(text, refusal) for refusal in _REFUSALS_NORMALIZED)
+
+
+def _is_like(text: str, refusal: str) -> bool:
+    if len(text) > 2 * len(refusal):
         return False
-    head = text[: len(_REFUSAL_NORMALIZED) + 10]
-    if len(text) > 2 * len(_REFUSAL_NORMALIZED):
-        return False
-    ratio = difflib.SequenceMatcher(None, _REFUSAL_NORMALIZED, head).ratio()
-    return text.startswith(_REFUSAL_NORMALIZED) or ratio >= REFUSAL_SIMILARITY
+    head = text[: len(refusal) + 10]
+    return (
+        text.startswith(refusal) or difflib.SequenceMatcher(None, refusal, head).ratio() >= REFUSAL_SIMILARITY
+    )
 
 
 def check_citations(answer: str, passages: Sequence[Hit]) -> CitationReport:

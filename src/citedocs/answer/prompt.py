@@ -14,8 +14,15 @@ from collections.abc import Sequence
 
 from citedocs.errors import InputError
 from citedocs.hits import Hit
+from citedocs.text.cjk import has_cjk, is_japanese
 
 REFUSAL_SENTENCE = "I can't answer that from the indexed documents."
+# The refusal in the question's language, where the model is asked to answer in it.
+REFUSAL_SENTENCES = {"en": REFUSAL_SENTENCE, "ja": "索引にある文書からはお答えできません。"}
+_LANGUAGE_RULE = {
+    "ja": "Write the answer in Japanese, the language of the question",
+    "cjk": "Write the answer in the language of the question",
+}
 
 FENCE_TOKEN_BYTES = 8
 _FENCE_LIKE_RE = re.compile(r"<{3,}|>{3,}")
@@ -92,8 +99,22 @@ def format_sources(passages: Sequence[Hit], fence: str) -> str:
     return "\n\n".join(blocks)
 
 
-def rules(fence: str, count: int) -> str:
+def question_language(question: str) -> str:
+    """ "ja" (kana), "cjk" (other CJK text) or "en" (everything else: the prompt is unchanged for it)."""
+    return "ja" if is_japanese(question) else "cjk" if has_cjk(question) else "en"
+
+
+def refusal_sentence(language: str) -> str:
+    return REFUSAL_SENTENCES.get(language, REFUSAL_SENTENCE)
+
+
+def rules(fence: str, count: int, language: str = "en") -> str:
     last = f"[{count}]" if count > 1 else "[1]"
+    language_rule = (
+        f"\n5. {_LANGUAGE_RULE[language]}; keep names, numbers and code exactly as the sources write them."
+        if language in _LANGUAGE_RULE
+        else ""
+    )
     return (
         f"Rules:\n"
         f"1. Answer the question between the QUESTION {fence} fences using only the sources [1] to {last} "
@@ -102,7 +123,8 @@ def rules(fence: str, count: int) -> str:
         f"[2], or [1][3] for two sources. Cite the source that holds the fact, which is not always [1].\n"
         f"3. Keep numbers, names and code exactly as the source writes them. Be brief.\n"
         f"4. If the sources do not contain the answer, reply with exactly this sentence and nothing else: "
-        f"{REFUSAL_SENTENCE}"
+        f"{refusal_sentence(language)}"
+        f"{language_rule}"
     )
 
 
@@ -118,6 +140,6 @@ def build_messages(
     user = (
         f"<<<SOURCES {fence}>>>\n{sources}\n<<<END SOURCES {fence}>>>\n\n"
         f"<<<QUESTION {fence}>>>\n{safe_question}\n<<<END QUESTION {fence}>>>\n\n"
-        f"{rules(fence, len(passages))}"
+        f"{rules(fence, len(passages), question_language(question))}"
     )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}], fence

@@ -20,7 +20,7 @@ from typing import Any, cast
 
 from citedocs.answer.citations import check_citations, is_refusal, repair_answer
 from citedocs.answer.gate import GateDecision, relevance_decision
-from citedocs.answer.prompt import REFUSAL_SENTENCE, build_messages
+from citedocs.answer.prompt import build_messages, question_language, refusal_sentence
 from citedocs.answer.retriever import Retriever
 from citedocs.answer.stats import AnswerRecord, RollingStats
 from citedocs.answer.telemetry import AnswerTrace, Tracer, make_tracer
@@ -228,7 +228,7 @@ class AnswerService:
         self.stats.record(AnswerRecord("refusal", timings, gate_refusal=True))
         prepared.trace.finish({"refused": True, "refused.before_model": True})
         return AnswerEvent("done", {
-            "answer": REFUSAL_SENTENCE, "raw_answer": "", "citations": [], "invalid_citations": [],
+            "answer": refusal_sentence(question_language(prepared.question)), "raw_answer": "", "citations": [], "invalid_citations": [],
             "original_citations": [], "refused": True, "refused_before_model": True,
             "refusal_reason": prepared.gate.reason, "relevance": round(prepared.gate.best, 3),
             "truncated": False, "finish_reason": None, "model": None,
@@ -242,7 +242,8 @@ class AnswerService:
     ) -> AnswerEvent:
         report = check_citations(raw, prepared.hits)
         refused = is_refusal(raw)
-        answer = REFUSAL_SENTENCE if refused else repair_answer(raw, report, mark_unverified=True)
+        refusal = refusal_sentence(question_language(prepared.question))
+        answer = refusal if refused else repair_answer(raw, report, mark_unverified=True)
         citations = [] if refused else report.citations
         total_ms = _ms(time.perf_counter() - prepared.started)
         timings = {"retrieval_ms": prepared.retrieval_ms, "ttft_ms": ttft_ms, "generation_ms": generation_ms,

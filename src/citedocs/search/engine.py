@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from citedocs.embed.auto import AutoEmbedder
 from citedocs.embed.blob import FINGERPRINT_KEY, matrix_from_blobs
 from citedocs.embed.lazy import LazyEmbedder
 from citedocs.errors import EmbedderError, InputError, ModelMismatchError, NotFoundError
@@ -164,6 +165,9 @@ class SearchEngine:
                     f"The index was embedded with {stored!r}, not the configured {self.embedder.fingerprint()!r}.",
                     "Run `citedocs reindex --force` to re-embed, or set CITEDOCS_EMBEDDER back.",
                 )
+            inner = self.embedder.inner
+            if isinstance(inner, AutoEmbedder) and not inner.decided:  # nothing embedded: no model to load
+                return None, "no vectors yet (embedding runs after indexing); keyword results shown"
             query_vec = self.embedder.embed_query(query)  # an unreachable embedder fails here, with its note
             have, total = self.vectors.counts
             if have == 0:

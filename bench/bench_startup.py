@@ -1,0 +1,146 @@
+"""Whole-process start-up: what a person (or an agent spawning `citedocs mcp`) waits for.
+
+    .venv/bin/python bench/bench_startup.py [--runs 5] [--before-src /tmp/before/src]
+
+On the sample docs, interleaved run by run: `citedocs search` as a one-off process (default mode, and
+`--mode keyword`), the same with a `citedocs serve` running on the index, and `citedocs mcp` from spawn to the
+answer to `tools/list`. `--before-src` points at the `src` folder of another checkout (e.g. the commit before
+a change: `git worktree add /tmp/before COMMIT`) whose code is timed the same way in the same run, for a
+side-by-side. Medians of wall-clock seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _env import print_header
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "examples" / "sample-docs"
+QUERY = "how do I rotate the logs"
+
+
+def _env(src: Path | None, home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEDOCS_")}
+    env.update(
+        {
+            "XDG_DATA_HOME": str(home / "data"),
+            "XDG_CONFIG_HOME": str(home / "config"),
+            "CITEDOCS_ENV_FILE": "",
+        }
+    )
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    return env
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "citedocs", *args]
+
+
+def timed(command: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, env=env, capture_output=True, check=True, timeout=120)
+    return time.perf_counter() - started
+
+
+def mcp_tools_list(db: Path, env: dict[str, str]) -> float:
+    """Spawn `citedocs mcp`, send initialize + initialized + tools/list, stop at the tools/list reply."""
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    started = time.perf_counter()
+    proc = subprocess.Popen(_cli("mcp", "--db", str(db)), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    for message in messages:
+        proc.stdin.write(json.dumps(message) + "\n")
+    proc.stdin.flush()
+    try:
+        for line in proc.stdout:
+            if json.loads(line).get("id") == 2:
+                return time.perf_counter() - started
+        raise RuntimeError("citedocs mcp closed without answering tools/list")
+    finally:
+        proc.stdin.close()
+        proc.wait(30)
+
+
+def start_server(db: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(_cli("serve", "--port", "0", "--db", str(db)), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "serving http" in line:
+            return proc
+    raise RuntimeError("citedocs serve did not start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--before-src", type=Path, help="src folder of another checkout, timed alongside")
+    args = parser.parse_args()
+    print_header("Start-up: CLI search and MCP spawn -> tools/list")
+    versions = {"now": REPO / "src", **({"before": args.before_src} if args.before_src else {})}
+    results: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="citedocs-startup-") as tmp:
+        home = Path(tmp)
+        dbs = {}
+        for name, src in versions.items():
+            dbs[name] = home / f"{name}.sqlite3"
+            subprocess.run(_cli("add", str(SAMPLES), "--db", str(dbs[name])), env=_env(src, home), check=True,
+                           capture_output=True, timeout=600)  # fmt: skip
+        for _ in range(args.runs):
+            for name, src in versions.items():
+                env, db = _env(src, home), str(dbs[name])
+                results.setdefault(f"{name}: search, no server", []).append(
+                    timed(_cli("search", QUERY, "--db", db), env)
+                )
+                results.setdefault(f"{name}: search --mode keyword, no server", []).append(
+                    timed(_cli("search", QUERY, "--mode", "keyword", "--db", db), env)
+                )
+                results.setdefault(f"{name}: mcp spawn -> tools/list", []).append(
+                    mcp_tools_list(dbs[name], env)
+                )
+        for name, src in list(versions.items())[:1]:  # code before the fast path never talks to a server
+            env, db = _env(src, home), str(dbs[name])
+            server = start_server(dbs[name], env)
+            try:
+                timed(_cli("search", QUERY, "--db", db), env)  # the server loads its model on the first query
+                for _ in range(args.runs):
+                    results.setdefault(f"{name}: search, server running", []).append(
+                        timed(_cli("search", QUERY, "--db", db), env)
+                    )
+            finally:
+                server.terminate()
+                server.wait(30)
+    print("| what | median s | min s | max s | runs |")
+    print("|---|---|---|---|---|")
+    for what, values in results.items():
+        print(
+            f"| {what} | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} | {len(values)} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
