@@ -22,6 +22,10 @@ NOTHING_REGISTERED = (
     "Nothing to search yet: no folder or site is registered. "
     "Add a folder with `citedocs add PATH` (or a site with `citedocs add-site NAME URL`), then search again."
 )
+ONE_OFF_NOTE = (
+    "Keyword results: a one-off command does not load the embedding model. Run `citedocs serve` (searches then "
+    "use it, hybrid and warm), or pass `--mode hybrid`."
+)
 NOTHING_INDEXED = (
     "Nothing is indexed yet. Run `citedocs status` to see whether indexing is still running or files failed; "
     "`citedocs reindex` indexes the registered folders."
@@ -236,34 +240,81 @@ def search(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Search the index; `--json` prints the object POST /search returns (query, mode, note, hits)."""
-    from citedocs.search.engine import EMPTY_INDEX_NOTE
+    """Search the index; `--json` prints the object POST /search returns (query, mode, note, hits).
 
+    A `citedocs serve` running on the same index answers it (its model is warm); otherwise this process searches,
+    by keyword unless `--mode` asks for more (loading the embedding model for one query costs seconds)."""
+    from citedocs.hits import Hit
+    from citedocs.search.engine import EMPTY_INDEX_NOTE, SearchResult
+
+    remote = _search_remote(db, query, k, mode, source, file_type)
+    if remote is not None:
+        if as_json:
+            print_json(remote)
+            return
+        hits = [Hit(**{**h, "text": ""}) for h in remote["hits"]]
+        _print_hits(SearchResult(remote["query"], remote["mode"], hits, remote.get("note")), EMPTY_INDEX_NOTE)
+        return
     with service(db) as app_:
+        one_off = mode is None and app_.embedder is not None
         result = run(
             lambda: app_.search(
-                query, k=k, mode=mode, source=source, file_type=file_type, wait_for_model=True
+                query, k=k, mode="keyword" if one_off else mode, source=source, file_type=file_type,
+                wait_for_model=True,
             )
-        )
+        )  # fmt: skip
+        if one_off and result.hits:
+            result.note = ((result.note + " ") if result.note else "") + ONE_OFF_NOTE
         if as_json:
             print_json(result.to_dict())  # the same object as the HTTP API's /search
             return
         if not result.hits and not run(app_.list_sources):
             out.print(NOTHING_REGISTERED)
             return
-        if result.note:
-            console.print(f"[dim]note: {result.note}[/dim]")
-        if not result.hits:
-            out.print("No matches." if result.note != EMPTY_INDEX_NOTE else NOTHING_INDEXED)
-        for n, h in enumerate(result.hits, 1):
-            where = f"p. {h.page}" if h.page else f"lines {h.line_start}-{h.line_end}"
-            out.print(
-                f"[bold]{n}. {h.path}[/bold]  [dim]{where} · {h.heading or '—'} · {h.score:.3f} · {h.chunk_id}[/dim]"
-            )
-            out.print(
-                "   "
-                + re.sub(r"\*\*(.+?)\*\*", r"[bold yellow]\1[/bold yellow]", h.snippet.replace("[", r"\["))
-            )
+        _print_hits(result, EMPTY_INDEX_NOTE)
+
+
+def _search_remote(
+    db: str | None, query: str, k: int, mode: str | None, source: str | None, file_type: str | None
+) -> dict[str, Any] | None:
+    """The running server's answer (its /search object), or None to search here; its errors end the command."""
+    from citedocs.cli.common import EXIT_DENIED, EXIT_ERROR, EXIT_NOT_FOUND, EXIT_UNAVAILABLE
+    from citedocs.cli.remote import post, running_server
+
+    settings = settings_for(db)
+    if settings.db.startswith(("postgresql://", "postgres://")):
+        return None
+    url = running_server(settings.db_path.resolve())
+    if url is None:
+        return None
+    payload = {"query": query, "k": k, "mode": mode, "source": source, "file_type": file_type}
+    reply = post(url, "/search", {key: value for key, value in payload.items() if value is not None})
+    if reply is None or (
+        reply.status in (421, 403) and reply.error and "Host" in str(reply.error.get("message"))
+    ):
+        return None
+    if reply.error is not None:
+        console.print(
+            f"[red]error:[/red] {escape(reply.error.get('message', ''))} {escape(reply.error.get('hint', ''))}"
+        )
+        codes = {404: EXIT_NOT_FOUND, 403: EXIT_DENIED, 422: EXIT_ERROR}
+        raise typer.Exit(codes.get(reply.status, EXIT_UNAVAILABLE if reply.status >= 500 else EXIT_ERROR))
+    return reply.body
+
+
+def _print_hits(result: Any, empty_index_note: str) -> None:
+    if result.note:
+        console.print(f"[dim]note: {result.note}[/dim]")
+    if not result.hits:
+        out.print("No matches." if result.note != empty_index_note else NOTHING_INDEXED)
+    for n, h in enumerate(result.hits, 1):
+        where = f"p. {h.page}" if h.page else f"lines {h.line_start}-{h.line_end}"
+        out.print(
+            f"[bold]{n}. {h.path}[/bold]  [dim]{where} · {h.heading or '—'} · {h.score:.3f} · {h.chunk_id}[/dim]"
+        )
+        out.print(
+            "   " + re.sub(r"\*\*(.+?)\*\*", r"[bold yellow]\1[/bold yellow]", h.snippet.replace("[", r"\["))
+        )
 
 
 @app.command()
@@ -341,6 +392,7 @@ def serve(
     from citedocs.api.app import create_app
     from citedocs.api.guard import allowed_hosts, allowed_origins
     from citedocs.cli.common import exit_code_for
+    from citedocs.cli.remote import announce
     from citedocs.errors import CitedocsError
     from citedocs.httpd import bind, serve
     from citedocs.httpd import stop_normally_on_signals as stop_normally
@@ -374,8 +426,11 @@ def serve(
             which = "127.0.0.1 or localhost" + ("" if settings.host in LOOPBACK_OR_ANY else f" or {shown}")
             console.print(f"note: only requests whose Host header is {which} are answered; set "
                           "CITEDOCS_MCP_ALLOWED_HOSTS to the names clients use.", soft_wrap=True)  # fmt: skip
-        serve(api, sock, settings, on_ready=lambda: console.print(
-            f"citedocs serving http://{shown}:{bound}/ (MCP at /mcp)", soft_wrap=True))  # fmt: skip
+        local = "127.0.0.1" if settings.host in LOOPBACK_OR_ANY else shown
+        sqlite_db = None if settings.db.startswith(("postgresql://", "postgres://")) else settings.db_path
+        with announce(sqlite_db, f"http://{local}:{bound}"):  # CLI calls on this index then ask this server
+            serve(api, sock, settings, on_ready=lambda: console.print(
+                f"citedocs serving http://{shown}:{bound}/ (MCP at /mcp)", soft_wrap=True))  # fmt: skip
     finally:
         settle_model(library)
         library.close()

@@ -1,0 +1,102 @@
+"""A `citedocs serve` already running on the same index answers a CLI search in one HTTP request.
+
+A one-off command would otherwise import the whole library and load the embedding model for a single query
+(1-2.6 s); the server has both warm. `serve` announces itself in a small file beside the index
+(`index.sqlite3.server.json`: URL, pid, index path) for as long as it listens, and removes it when it stops.
+The CLI uses it only when the pid is alive and the index is the same file; any failure falls back to the
+local search. Only the standard library is imported here, so the fast path pays for nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ServerReply", "announce", "post", "running_server", "server_file"]
+
+# A search on a warm server takes milliseconds; a hybrid one while the model loads waits for it.
+READ_TIMEOUT_S = 60.0
+
+
+def server_file(db_path: Path) -> Path:
+    return db_path.with_name(db_path.name + ".server.json")
+
+
+@contextlib.contextmanager
+def announce(db_path: Path | None, url: str) -> Iterator[None]:
+    """While the block runs, tell CLI calls on this index where the server is (nothing for PostgreSQL)."""
+    path = None if db_path is None else server_file(db_path)
+    if path is not None:
+        with contextlib.suppress(OSError):
+            tmp = path.with_name(path.name + f".{os.getpid()}")
+            tmp.write_text(json.dumps({"url": url, "pid": os.getpid(), "db": str(db_path)}), encoding="utf-8")
+            os.replace(tmp, path)
+    try:
+        yield
+    finally:
+        if path is not None:
+            with contextlib.suppress(OSError):
+                if json.loads(path.read_text(encoding="utf-8")).get("pid") == os.getpid():
+                    path.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive, but not a server we should talk to
+        return False
+    return True
+
+
+def running_server(db_path: Path | None) -> str | None:
+    """The URL of a live `citedocs serve` on this index, or None."""
+    if db_path is None:
+        return None
+    try:
+        info = json.loads(server_file(db_path).read_text(encoding="utf-8"))
+        url, pid, db = str(info["url"]), int(info["pid"]), str(info["db"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if db != str(db_path) or not _alive(pid) or not url.startswith("http://"):
+        return None
+    return url.rstrip("/")
+
+
+class ServerReply:
+    """What the server answered: `status` and the JSON body (the data, or the error envelope)."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        self.status = status
+        self.body = body
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        if self.status < 400:
+            return None
+        error = self.body.get("error")
+        return error if isinstance(error, dict) else {"message": f"HTTP {self.status}", "hint": ""}
+
+
+def post(url: str, route: str, payload: dict[str, Any]) -> ServerReply | None:
+    """POST JSON to the server; None when it cannot be reached (the caller then searches locally)."""
+    request = urllib.request.Request(
+        url + route, data=json.dumps(payload).encode("utf-8"), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=READ_TIMEOUT_S) as response:
+            return ServerReply(response.status, json.loads(response.read()))
+    except urllib.error.HTTPError as exc:
+        try:
+            return ServerReply(exc.code, json.loads(exc.read()))
+        except ValueError:
+            return None
+    except (OSError, ValueError):
+        return None
