@@ -135,3 +135,18 @@ def test_ask_json_prints_one_answer_object(tmp_path: Path, indexed: Path) -> Non
     data = json.loads(proc.stdout)
     assert data["answer"].endswith("[1].") and data["citations"] == [1] and not data["refused"]
     assert data["sources"][0]["path"] == str(indexed / "install.md")
+
+
+def test_ask_on_an_embedded_index_exits_cleanly_after_loading_the_model(tmp_path: Path) -> None:
+    """The packaged model is loaded for the question's hybrid retrieval; the process must not exit while its
+    runtime is still starting ("terminate called", exit 134, as the smoke run once found)."""
+    docs = docs_folder(tmp_path)
+    env = env_for(tmp_path)
+    subprocess.run([sys.executable, "-m", "citedocs", "add", str(docs)], env=env, capture_output=True,
+                   check=True, timeout=300)  # fmt: skip
+    with FakeOpenAI([Reply(tokens=ANSWER)]) as fake:
+        proc = subprocess.run([sys.executable, "-m", "citedocs", "ask", QUESTION, "--json"], capture_output=True,
+                              text=True, timeout=300, check=False, env={**env, "CITEDOCS_LLM_BASE_URL": fake.base_url})  # fmt: skip
+    assert proc.returncode == 0 and "terminate called" not in proc.stderr, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["note"] is None and data["citations"] == [1]  # hybrid retrieval: no "keyword results" note

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
+CLOSE_WAIT_FOR_MODEL_S = 60.0
+
 
 @dataclass(slots=True)
 class ReadResult:
@@ -96,6 +98,9 @@ class Citedocs:
 
     def close(self) -> None:
         self._closing.set()
+        if self.embedder is not None and self.embedder.state == "loading":
+            # A process must not exit while onnxruntime loads in another thread ("terminate called", exit 134).
+            self.embedder.wait(CLOSE_WAIT_FOR_MODEL_S)
         self.engine.close()
         if self._sites is not None:
             self._sites.close()
@@ -359,7 +364,8 @@ class Citedocs:
         from citedocs.answer.oneshot import ask_blocking
         from citedocs.answer.retriever import LocalRetriever
 
-        return ask_blocking(LocalRetriever(self), self.settings, question, k=k, mode=mode, on_event=on_event)
+        retriever = LocalRetriever(self, wait_for_model=True)
+        return ask_blocking(retriever, self.settings, question, k=k, mode=mode, on_event=on_event)
 
     # -- reading ----------------------------------------------------------------------------------
     def _pin(self, folder: Path) -> FolderHandle:

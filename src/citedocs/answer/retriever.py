@@ -40,21 +40,33 @@ class Searcher(Protocol):
     """A synchronous search over this process's index (the `Citedocs` facade is one)."""
 
     def search(
-        self, query: str, *, k: int | None = None, mode: str | None = None, source: str | None = None
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        mode: str | None = None,
+        source: str | None = None,
+        wait_for_model: bool = False,
     ) -> SearchResult: ...
 
 
 class LocalRetriever:
-    """This process's index; SQLite is synchronous, so the search runs in a worker thread."""
+    """This process's index; SQLite is synchronous, so the search runs in a worker thread.
 
-    def __init__(self, index: Searcher) -> None:
+    `wait_for_model`: a one-off answer waits for the embedding model (hybrid retrieval) instead of starting
+    its load in the background, which a server wants but a process about to exit does not."""
+
+    def __init__(self, index: Searcher, *, wait_for_model: bool = False) -> None:
         self.index = index
+        self.wait_for_model = wait_for_model
 
     async def search(
         self, query: str, *, k: int | None = None, mode: str | None = None, source: str | None = None
     ) -> SearchResult:
         return await anyio.to_thread.run_sync(
-            partial(self.index.search, query, k=k, mode=mode, source=source)
+            partial(
+                self.index.search, query, k=k, mode=mode, source=source, wait_for_model=self.wait_for_model
+            )
         )
 
 
