@@ -97,10 +97,14 @@ class Citedocs:
         )
 
     def close(self) -> None:
-        self._closing.set()
+        self._closing.set()  # background indexing and embedding stop at their next file or batch
+        # A process must not exit while onnxruntime loads or runs in another thread ("terminate called", exit
+        # 134): wait for a model load, and for the background job to reach that stop (it resumes next time).
         if self.embedder is not None and self.embedder.state == "loading":
-            # A process must not exit while onnxruntime loads in another thread ("terminate called", exit 134).
             self.embedder.wait(CLOSE_WAIT_FOR_MODEL_S)
+        thread = self._embed_thread
+        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+            thread.join(CLOSE_WAIT_FOR_MODEL_S)
         self.engine.close()
         if self._sites is not None:
             self._sites.close()
@@ -238,7 +242,8 @@ class Citedocs:
                 return None
             self._active_source = source.id
         try:
-            return indexer.index(source, force=force, should_stop=lambda: source.id in self._cancelled)
+            stop = lambda: self._closing.is_set() or source.id in self._cancelled  # noqa: E731
+            return indexer.index(source, force=force, should_stop=stop)
         finally:
             with self._indexing:
                 self._active_source = None
@@ -273,7 +278,8 @@ class Citedocs:
         def work() -> None:
             try:
                 self.index(name, force=force)
-                self.embed(force=force)
+                if not self._closing.is_set():
+                    self.embed(force=force)
             except Exception as exc:  # recorded in the jobs table; the thread must not die noisily
                 _log.warning("background indexing stopped: %s", exc)
 

@@ -40,7 +40,7 @@ class IndexProgress:
 
 
 ProgressCallback = Callable[[IndexProgress], None]
-CANCELLED = "cancelled: the folder is being removed"
+CANCELLED = "stopped before the end (the folder is being removed, or the process is stopping); the next run resumes"
 
 
 def pin_source(store: Store, source: Source) -> FolderHandle:
@@ -72,6 +72,7 @@ class FolderIndexer:
                 self._walk_and_index(handle, source, job, force, state, should_stop)
             if state.cancelled:
                 self.store.update_job(job, state="interrupted", message=CANCELLED, finished=time.time())
+                self.store.update_source(source.id, status="interrupted")
                 return state
         except Exception as exc:
             self.store.update_job(job, state="failed", message=str(exc), finished=time.time())
