@@ -54,6 +54,12 @@ def test_a_running_server_answers_the_cli_and_its_absence_is_noticed(index: Path
         assert OFF in (served["note"] or "") and ONE_OFF_NOTE not in (served["note"] or "")
         text = _search(index)
         assert text.returncode == 0 and "logs.md" in text.stdout
+        traced = subprocess.run([sys.executable, "-X", "importtime", "-m", "citedocs", "search", "rotate the logs",
+                                 "--json"], capture_output=True, text=True, env=_env(index), timeout=120, check=True)  # fmt: skip
+        assert (
+            json.loads(traced.stdout) == served
+        )  # answered before typer, pydantic or the library were imported
+        assert not [m for m in ("typer", "pydantic", "citedocs.service") if f" {m}\n" in traced.stderr]
         bad = _search(index, "-k", "0")  # the server's refusal is the CLI's error, with the right exit code
         assert bad.returncode == 1 and "error:" in bad.stderr
     finally:

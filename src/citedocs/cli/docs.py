@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from citedocs.cli import app
+from citedocs.cli.app import app
 
 
 def _params(command: Any) -> list[str]:

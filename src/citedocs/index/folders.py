@@ -40,7 +40,9 @@ class IndexProgress:
 
 
 ProgressCallback = Callable[[IndexProgress], None]
-CANCELLED = "stopped before the end (the folder is being removed, or the process is stopping); the next run resumes"
+CANCELLED = (
+    "stopped before the end (the folder is being removed, or the process is stopping); the next run resumes"
+)
 
 
 def pin_source(store: Store, source: Source) -> FolderHandle:

@@ -1,0 +1,103 @@
+"""`citedocs search` answered by a running `citedocs serve` before the CLI imports anything else.
+
+The full CLI (typer, rich, pydantic settings, the library) costs about a second to import on 2 cores; a search
+that a warm server answers needs none of it. `fast_search` reads the arguments and the index path itself, asks
+the server, and prints what the full command would print; whenever it is not sure (an option it does not know,
+a `.env` or config file that could name another index, no server, no hits to show) it returns None and the full
+command runs as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from citedocs.cli.remote import post, running_server
+
+__all__ = ["fast_search"]
+
+_VALUED = {"-k": "k", "--top-k": "k", "--mode": "mode", "--folder": "source", "--source": "source",
+           "--type": "file_type", "--db": "db"}  # fmt: skip
+_EXIT = {404: 3, 403: 4, 422: 1}
+
+
+def _parse(argv: list[str]) -> dict[str, Any] | None:
+    found: dict[str, Any] = {"k": "5", "json": False}
+    rest = list(argv)
+    while rest:
+        arg = rest.pop(0)
+        name, _, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name == "--json" and not inline:
+            found["json"] = True
+        elif name in _VALUED:
+            if not inline and not rest:
+                return None
+            found[_VALUED[name]] = inline or rest.pop(0)
+        elif arg.startswith("-") or "query" in found:
+            return None  # --help, an unknown option, a second argument: the full CLI says what to do
+        else:
+            found["query"] = arg
+    if "query" not in found or not str(found["k"]).isdigit():
+        return None
+    found["k"] = int(found["k"])
+    return found
+
+
+def _index_path(db: str | None) -> Path | None:
+    db = db or os.environ.get("CITEDOCS_DB")
+    if not db:
+        env_file = os.environ.get("CITEDOCS_ENV_FILE")
+        config = os.environ.get("CITEDOCS_CONFIG")
+        if (env_file is None and Path(".env").exists()) or env_file or config:
+            return None  # either could name another index: let Settings decide
+        import platformdirs
+
+        if (Path(platformdirs.user_config_dir("citedocs")) / "config.toml").exists():
+            return None
+        return Path(platformdirs.user_data_dir("citedocs")) / "index.sqlite3"
+    if db.startswith(("postgresql://", "postgres://")):
+        return None
+    return Path(db).expanduser().resolve()
+
+
+def fast_search(argv: list[str]) -> int | None:
+    """The exit code of a search a running server answered, or None to run the full command."""
+    args = _parse(argv)
+    if args is None:
+        return None
+    db = _index_path(args.pop("db", None))
+    url = None if db is None else running_server(db)
+    if url is None:
+        return None
+    as_json = args.pop("json")
+    reply = post(url, "/search", {key: value for key, value in args.items() if value is not None})
+    if reply is None or (
+        reply.status in (403, 421) and "Host" in str((reply.error or {}).get("message", ""))
+    ):
+        return None
+    if reply.error is not None:
+        sys.stderr.write(
+            f"error: {reply.error.get('message', '')} {reply.error.get('hint', '')}".rstrip() + "\n"
+        )
+        return _EXIT.get(reply.status, 5 if reply.status >= 500 else 1)
+    if as_json:
+        sys.stdout.write(json.dumps(reply.body, ensure_ascii=False, indent=2, default=str) + "\n")
+        return 0
+    hits = reply.body.get("hits") or []
+    if not hits:
+        return None  # the full command knows whether to say "add a folder" or "nothing indexed yet"
+    if reply.body.get("note"):
+        sys.stderr.write(f"note: {reply.body['note']}\n")
+    lines = []
+    for n, h in enumerate(hits, 1):
+        where = f"p. {h['page']}" if h.get("page") else f"lines {h['line_start']}-{h['line_end']}"
+        lines.append(
+            f"{n}. {h['path']}  {where} · {h.get('heading') or '—'} · {h['score']:.3f} · {h['chunk_id']}"
+        )
+        lines.append("   " + re.sub(r"\*\*(.+?)\*\*", r"\1", h.get("snippet", "")))
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
