@@ -20,7 +20,7 @@ __all__ = ["CHOICE_KEY", "CJK_SHARE", "AutoEmbedder", "choice_from_fingerprint",
 
 CHOICE_KEY = "embedder_choice"
 # An index whose letters are at least this share CJK gets the multilingual model. Japanese technical docs
-# keep many ASCII words (commands, paths, English sections): the Japanese Debian manual is 0.6 CJK.
+# keep many ASCII words (commands, paths, English sections): the Japanese Debian manual is 0.42 CJK.
 CJK_SHARE = 0.3
 CHOICES = ("latin", "multilingual")
 
