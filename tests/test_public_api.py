@@ -78,3 +78,12 @@ def test_tests_never_see_the_users_environment(tmp_path) -> None:  # type: ignor
     ]
     default = citedocs.Settings().db_path
     assert str(default).startswith(os.environ["XDG_DATA_HOME"]) and not default.exists()
+
+
+def test_citedocs_version_prints_the_package_version() -> None:
+    from importlib import metadata
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "citedocs", "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == f"citedocs {metadata.version('citedocs')}"

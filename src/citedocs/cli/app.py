@@ -40,6 +40,24 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from citedocs import __version__
+
+        out.print(f"citedocs {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Ask your documents; get answers you can check."""
+
+
 LOOPBACK_OR_ANY = (
     "0.0.0.0",
     "::",
