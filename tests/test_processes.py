@@ -150,3 +150,11 @@ def test_ask_on_an_embedded_index_exits_cleanly_after_loading_the_model(tmp_path
     assert proc.returncode == 0 and "terminate called" not in proc.stderr, proc.stderr
     data = json.loads(proc.stdout)
     assert data["note"] is None and data["citations"] == [1]  # hybrid retrieval: no "keyword results" note
+
+
+def test_mcp_server_info_carries_the_package_version(tmp_path: Path) -> None:
+    from importlib import metadata
+
+    replies = run_mcp(tmp_path, HANDSHAKE)
+    info = replies[1]["result"]["serverInfo"]
+    assert info["name"] == "citedocs" and info["version"] == metadata.version("citedocs")
