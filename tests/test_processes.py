@@ -158,3 +158,17 @@ def test_mcp_server_info_carries_the_package_version(tmp_path: Path) -> None:
     replies = run_mcp(tmp_path, HANDSHAKE)
     info = replies[1]["result"]["serverInfo"]
     assert info["name"] == "citedocs" and info["version"] == metadata.version("citedocs")
+
+
+def test_out_of_range_mcp_arguments_are_a_plain_tool_error(tmp_path: Path) -> None:
+    replies = run_mcp(tmp_path, [
+        *HANDSHAKE,
+        rpc(2, "tools/call", name="search", arguments={"query": "port", "top_k": 999}),
+        rpc(3, "tools/call", name="search", arguments={"query": "port", "top_k": 0}),
+        rpc(4, "tools/call", name="search", arguments={"query": "port", "top_k": "many"}),
+    ])  # fmt: skip
+    texts = [replies[n]["result"]["content"][0]["text"] for n in (2, 3, 4)]
+    assert all(replies[n]["result"]["isError"] for n in (2, 3, 4))
+    assert "top_k must be at most 50 (got 999)" in texts[0] and "top_k must be at least 1 (got 0)" in texts[1]
+    assert texts[2].startswith("Invalid arguments: top_k") and "corrected arguments" in texts[2]
+    assert not any("pydantic" in text or "http" in text for text in texts)

@@ -16,6 +16,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
+from pydantic import ValidationError
 
 from citedocs.errors import CitedocsError
 from citedocs.mcp.shapes import tool_message
@@ -53,7 +54,38 @@ def _refuse_control(name: str, value: object) -> None:
                             "docs_home show it.")  # fmt: skip
 
 
+def argument_problem(exc: ValidationError) -> str:
+    """A pydantic validation error as one sentence a model can act on (no type names, no URLs)."""
+    parts = []
+    for error in exc.errors():
+        name = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body",)) or "an argument"
+        context = error.get("ctx") or {}
+        limits = {"less_than_equal": f"at most {context.get('le')}", "greater_than_equal": f"at least {context.get('ge')}",
+                  "less_than": f"less than {context.get('lt')}", "greater_than": f"more than {context.get('gt')}"}  # fmt: skip
+        wanted = limits.get(str(error.get("type")), str(error.get("msg", "invalid")).lower())
+        got = error.get("input")
+        shown = "" if isinstance(got, dict) else f" (got {got!r})"
+        parts.append(
+            f"{name} must be {wanted}{shown}" if error.get("type") in limits else f"{name}: {wanted}{shown}"
+        )
+    return (
+        "Invalid arguments: "
+        + "; ".join(parts)
+        + ". Call the tool again with corrected arguments (see its schema in tools/list)."
+    )
+
+
 class CitedocsMCPServer(MCPServer):
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """Arguments that fail validation are a tool error in plain words, not pydantic's text and URL."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(argument_problem(cause)) from cause
+            raise
+
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
     ) -> Any:
