@@ -414,7 +414,7 @@ def serve(
     from citedocs.errors import CitedocsError
     from citedocs.httpd import bind, serve
     from citedocs.httpd import stop_normally_on_signals as stop_normally
-    from citedocs.mcp import http_app, settle_model
+    from citedocs.mcp import http_app
     from citedocs.service import Citedocs
 
     stop_normally()
@@ -450,8 +450,7 @@ def serve(
             serve(api, sock, settings, on_ready=lambda: console.print(
                 f"citedocs serving http://{shown}:{bound}/ (MCP at /mcp)", soft_wrap=True))  # fmt: skip
     finally:
-        settle_model(library)
-        library.close()
+        library.close()  # waits for a model load or background job still running
         sock.close()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from citedocs.mcp.budget import DEFAULT_MAX_CHARS
 from citedocs.mcp.tools import MUTATING_TOOLS, build_server, instructions_for
-from citedocs.mcp.transports import http_app, main, run_http, run_stdio, settle_model, transport_security
+from citedocs.mcp.transports import http_app, main, run_http, run_stdio, transport_security
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -15,6 +15,5 @@ __all__ = [
     "main",
     "run_http",
     "run_stdio",
-    "settle_model",
     "transport_security",
 ]

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from citedocs.settings import Settings
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
-SETTLE_S = 60.0  # the packaged MiniLM loads in 1-3 s on 2 cores
 
 
 def transport_security(
@@ -78,14 +77,6 @@ def _start_model(app: Citedocs) -> None:
         start()
 
 
-def settle_model(app: Citedocs, timeout: float = SETTLE_S) -> None:
-    """Wait for a background model load still running: the process must not exit while the ONNX runtime is
-    loading in another thread (it aborts: "terminate called without an active exception", exit 134)."""
-    embedder = getattr(app, "embedder", None)
-    if embedder is not None and embedder.state == "loading":
-        embedder.wait(timeout)
-
-
 def run_stdio(settings: Settings, read_only: bool = False) -> None:
     """Serve MCP on stdin/stdout until the client closes stdin (every pending request answered first), or
     SIGTERM (`citedocs mcp`). Logs go to stderr."""
@@ -100,8 +91,7 @@ def run_stdio(settings: Settings, read_only: bool = False) -> None:
         server = build_server(app, read_only=read_only)
         anyio.run(serve_stdio, server)
     finally:
-        settle_model(app)
-        app.close()
+        app.close()  # waits for a model load or background job still running (see Citedocs.close)
 
 
 def run_http(
@@ -129,8 +119,7 @@ def run_http(
         serve(asgi, sock, settings, on_ready=lambda: print(
             f"citedocs MCP server on http://{shown}:{bound_port}/mcp", file=sys.stderr, flush=True))  # fmt: skip
     finally:
-        settle_model(app)
-        app.close()
+        app.close()  # waits for a model load or background job still running (see Citedocs.close)
         sock.close()
 
 
