@@ -57,3 +57,20 @@ def _all_modules(package: object) -> list[object]:
             continue
         found.append(importlib.import_module(info.name))
     return found
+
+
+def test_the_fast_path_maps_server_errors_to_the_same_exit_codes() -> None:
+    from citedocs.cli import remote
+    from citedocs.cli.common import EXIT_DENIED, EXIT_ERROR, EXIT_NOT_FOUND, EXIT_UNAVAILABLE
+
+    for cls in CLASSES:
+        status, _ = HTTP_STATUS[cls]
+        assert remote.exit_code(status) == EXIT_CODES[cls] or (status, EXIT_CODES[cls]) in {
+            (
+                500,
+                EXIT_ERROR,
+            ),  # a misconfigured server: the CLI calls it an error, the fast path "unavailable"
+        }, cls.__name__
+    assert (remote.exit_code(404), remote.exit_code(403), remote.exit_code(422)) == (
+        EXIT_NOT_FOUND, EXIT_DENIED, EXIT_ERROR)  # fmt: skip
+    assert remote.exit_code(503) == EXIT_UNAVAILABLE

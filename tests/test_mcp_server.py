@@ -205,7 +205,9 @@ def test_model_fixable_problems_are_tool_errors_that_say_what_to_do(app: Citedoc
             assert "outside every registered folder" in text
             text = await call_error(client, "search", query="limits", folder="/no/such/folder")
             assert "not a registered folder" in text and "list_folders" in text
-            assert "top_k must be at most 50 (got 99)" in await call_error(client, "search", query="x", top_k=99)
+            assert "top_k must be at most 50 (got 99)" in await call_error(
+                client, "search", query="x", top_k=99
+            )
             assert "empty" in await call_error(client, "search", query="   ")
             assert "not a registered" in await call_error(client, "remove_folder", path="/no/such/folder")
             text = await call_error(client, "add_folder", path=str(tmp_path / "missing"))

@@ -295,28 +295,24 @@ def search(
 def _search_remote(
     db: str | None, query: str, k: int, mode: str | None, source: str | None, file_type: str | None
 ) -> dict[str, Any] | None:
-    """The running server's answer (its /search object), or None to search here; its errors end the command."""
-    from citedocs.cli.common import EXIT_DENIED, EXIT_ERROR, EXIT_NOT_FOUND, EXIT_UNAVAILABLE
-    from citedocs.cli.remote import post, running_server
+    """The running server's answer (its /search object), or None to search here; its errors end the command.
+
+    `main` already tried this before importing the CLI (`fast.py`); it gets here when the index path needed the
+    full settings (a `.env` or config file) or the server found no hits (the message below knows why)."""
+    from citedocs.cli import remote
 
     settings = settings_for(db)
     if settings.db.startswith(("postgresql://", "postgres://")):
         return None
-    url = running_server(settings.db_path.resolve())
-    if url is None:
-        return None
     payload = {"query": query, "k": k, "mode": mode, "source": source, "file_type": file_type}
-    reply = post(url, "/search", {key: value for key, value in payload.items() if value is not None})
-    if reply is None or (
-        reply.status in (421, 403) and reply.error and "Host" in str(reply.error.get("message"))
-    ):
+    reply = remote.search(settings.db_path.resolve(), payload)
+    if reply is None:
         return None
     if reply.error is not None:
         console.print(
             f"[red]error:[/red] {escape(reply.error.get('message', ''))} {escape(reply.error.get('hint', ''))}"
         )
-        codes = {404: EXIT_NOT_FOUND, 403: EXIT_DENIED, 422: EXIT_ERROR}
-        raise typer.Exit(codes.get(reply.status, EXIT_UNAVAILABLE if reply.status >= 500 else EXIT_ERROR))
+        raise typer.Exit(remote.exit_code(reply.status))
     return reply.body
 
 

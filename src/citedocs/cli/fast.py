@@ -16,13 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from citedocs.cli.remote import post, running_server
+from citedocs.cli import remote
 
 __all__ = ["fast_search"]
 
 _VALUED = {"-k": "k", "--top-k": "k", "--mode": "mode", "--folder": "source", "--source": "source",
            "--type": "file_type", "--db": "db"}  # fmt: skip
-_EXIT = {404: 3, 403: 4, 422: 1}
 
 
 def _parse(argv: list[str]) -> dict[str, Any] | None:
@@ -70,20 +69,15 @@ def fast_search(argv: list[str]) -> int | None:
     if args is None:
         return None
     db = _index_path(args.pop("db", None))
-    url = None if db is None else running_server(db)
-    if url is None:
-        return None
     as_json = args.pop("json")
-    reply = post(url, "/search", {key: value for key, value in args.items() if value is not None})
-    if reply is None or (
-        reply.status in (403, 421) and "Host" in str((reply.error or {}).get("message", ""))
-    ):
+    reply = None if db is None else remote.search(db, args)
+    if reply is None:
         return None
     if reply.error is not None:
         sys.stderr.write(
             f"error: {reply.error.get('message', '')} {reply.error.get('hint', '')}".rstrip() + "\n"
         )
-        return _EXIT.get(reply.status, 5 if reply.status >= 500 else 1)
+        return remote.exit_code(reply.status)
     if as_json:
         sys.stdout.write(json.dumps(reply.body, ensure_ascii=False, indent=2, default=str) + "\n")
         return 0

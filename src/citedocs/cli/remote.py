@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ServerReply", "announce", "post", "running_server", "server_file"]
+__all__ = ["ServerReply", "announce", "exit_code", "post", "running_server", "search", "server_file"]
 
 # A search on a warm server takes milliseconds; a hybrid one while the model loads waits for it.
 READ_TIMEOUT_S = 60.0
@@ -100,3 +100,22 @@ def post(url: str, route: str, payload: dict[str, Any]) -> ServerReply | None:
             return None
     except (OSError, ValueError):
         return None
+
+
+def search(db_path: Path | None, payload: dict[str, Any]) -> ServerReply | None:
+    """The /search reply of a server running on this index, or None: no server, unreachable, or one that does
+    not answer this Host (then this process searches by itself)."""
+    url = running_server(db_path)
+    if url is None:
+        return None
+    reply = post(url, "/search", {key: value for key, value in payload.items() if value is not None})
+    if reply is None or (
+        reply.status in (403, 421) and "Host" in str((reply.error or {}).get("message", ""))
+    ):
+        return None
+    return reply
+
+
+def exit_code(status: int) -> int:
+    """The CLI's exit code (cli/common.py's EXIT_*) for an error the server answered with `status`."""
+    return {404: 3, 403: 4, 422: 1}.get(status, 5 if status >= 500 else 1)
