@@ -12,7 +12,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from citedocs.cli.common import DbOption, JsonOption, console, out, print_json, run, service, settings_for
-from citedocs.settings import Settings
 
 if TYPE_CHECKING:
     from citedocs.index.folders import IndexProgress
@@ -183,7 +182,9 @@ def status(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Index totals, background jobs and failed files."""
     with service(db) as app_:
         data = run(app_.status)
-        data["llm"] = llm_state(app_.settings)
+        from citedocs.llm.model import configured_llm  # settings only: no client, no server
+
+        data["llm"] = configured_llm(app_.settings)
         if as_json:
             print_json(data)
             return
@@ -197,21 +198,6 @@ def status(db: DbOption = None, as_json: JsonOption = False) -> None:
             )
         for f in data["failures"][:20]:
             out.print(f"  [yellow]failed[/yellow] {f['path']}: {f['reason']}")
-
-
-def llm_state(settings: Settings) -> dict[str, Any]:
-    """Which language model answers would use, from the settings alone: `status` starts no model server."""
-    from citedocs.llm.pool import split_urls
-    from citedocs.llm.wire import redact_url
-
-    urls = split_urls(settings.llm_base_url)
-    if urls:
-        return {"configured": True, "kind": "external", "model": settings.llm_model,
-                "base_url": ",".join(redact_url(url) for url in urls)}  # fmt: skip
-    if settings.llm_gguf:
-        return {"configured": True, "kind": "gguf", "model": settings.llm_model, "gguf": settings.llm_gguf,
-                "llama_server": settings.llama_server}  # fmt: skip
-    return {"configured": False, "kind": "none", "model": None}
 
 
 def _embedder_line(embedder: dict[str, Any]) -> str:

@@ -25,6 +25,19 @@ __all__ = ["ModelHandle"]
 log = logging.getLogger(__name__)
 
 
+def configured_llm(settings: Settings) -> dict[str, Any]:
+    """Which model `from_settings` would answer with (the same order: URLs, then a GGUF), described from the
+    settings alone, so `status` starts no model server and opens no connection."""
+    urls = split_urls(settings.llm_base_url)
+    if urls:
+        return {"configured": True, "kind": "external", "model": settings.llm_model,
+                "base_url": ",".join(redact_url(url) for url in urls)}  # fmt: skip
+    if settings.llm_gguf:
+        return {"configured": True, "kind": "gguf", "model": settings.llm_model, "gguf": settings.llm_gguf,
+                "llama_server": settings.llama_server}  # fmt: skip
+    return {"configured": False, "kind": "none", "model": None}
+
+
 class ModelHandle:
     def __init__(
         self,
