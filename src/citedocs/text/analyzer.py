@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 import Stemmer
 
-from citedocs.text.cjk import CJK_RUN, cjk_words, content_cjk_words, is_japanese, normalize
+from citedocs.text.cjk import CJK_RUN, cjk_tokens, is_japanese, normalize
 
 __all__ = [
     "BASE_STOPWORDS",
@@ -130,9 +130,8 @@ def _tokens(text: str) -> Iterator[_Token]:
         for match in CJK_RUN.finditer(raw):
             for sub in RAW_TOKEN.findall(raw[pos : match.start()]):
                 yield sub, False, True
-            content = set(content_cjk_words(match.group(), japanese))
-            for word in cjk_words(match.group(), japanese):
-                yield word, True, word in content
+            for word, level in cjk_tokens(match.group(), japanese):
+                yield word, True, level > 0
             pos = match.end()
         for sub in RAW_TOKEN.findall(raw[pos:]):
             yield sub, False, True

@@ -19,6 +19,7 @@ from typing import Any
 __all__ = [
     "CJK_RUN",
     "analyzer_id",
+    "cjk_tokens",
     "cjk_words",
     "configure",
     "content_cjk_words",
@@ -126,6 +127,11 @@ def _words(run: str, japanese: bool) -> tuple[tuple[str, int], ...]:
     if japanese and _japanese_segmenter() == "sudachi":
         return _sudachi(run)
     return _bigrams(run)
+
+
+def cjk_tokens(run: str, japanese: bool) -> tuple[tuple[str, int], ...]:
+    """(word, level) of one CJK run in order: level 0 grammar, 1 content, 2 content that states a fact."""
+    return _words(run, japanese)
 
 
 def cjk_words(run: str, japanese: bool) -> list[str]:
