@@ -114,7 +114,7 @@ def main() -> None:
 
     docs = [(name, link) for name, links in sources.items() for link in links]
     texts = [
-        f"{link.title} {link.section} {sites_rank._url_path_text(link.url)} {link.description}"
+        f"{link.title} {link.section} {sites_rank.url_path_text(link.url)} {link.description}"
         for _, link in docs
     ]
     stemmer = Stemmer.Stemmer("english")

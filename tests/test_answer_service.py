@@ -90,7 +90,7 @@ def test_cited_answer_streams_sources_tokens_then_done(library: Citedocs) -> Non
     assert done.data["answer"] == "The server listens on port 8765 by default [1]."
     assert done.data["citations"] == [1] and done.data["invalid_citations"] == []
     assert done.data["refused"] is False and done.data["truncated"] is False
-    assert set(done.data["timings"]) == {"retrieval_ms", "ttft_ms", "generation_ms", "total_ms"}
+    assert set(done.data["timings"]) == {"retrieval_ms", "fetch_ms", "ttft_ms", "generation_ms", "total_ms"}
     assert done.data["timings"]["ttft_ms"] <= done.data["timings"]["total_ms"]
     assert done.data["usage"]["completion_tokens"] == 3
     assert len(done.data["trace_id"]) == 32

@@ -233,7 +233,8 @@ def test_search_returns_hits_shaped_like_the_cli(asgi: tuple[FastAPI, FakeOpenAI
     hits = response.json()["hits"]
     assert response.status_code == 200 and hits[0]["path"].endswith("install.md")
     assert set(hits[0]) == {"chunk_id", "path", "source", "heading", "page", "line_start", "line_end", "score",
-                            "snippet"}  # fmt: skip
+                            "snippet", "kind"}  # fmt: skip
+    assert hits[0]["kind"] == "passage"
     assert call(asgi[0], "POST", "/search", json={"query": "port", "k": 51}).status_code == 422
     assert call(asgi[0], "POST", "/search", json={"query": "port", "source": "nowhere"}).status_code == 404
 

@@ -314,7 +314,8 @@ def test_an_llms_txt_with_no_links_is_refused_and_nothing_is_kept(
 def test_remove_purges_links_pages_and_chunks(sites: SiteService, site: DocsSite, settings: Settings) -> None:
     sites.add("tiny", f"{site.url}/docs/llms.txt")
     sites.fetch(f"{site.url}/docs/routing.md")
-    assert _rows(settings, "SELECT COUNT(*) FROM chunks") == 1
+    # the fetched page's chunk, and one link document for each of the two pages not fetched
+    assert _rows(settings, "SELECT COUNT(*) FROM chunks") == 3
     info = sites.remove("tiny")
     assert (info.name, info.pages_fetched) == ("tiny", 1)
     for table in ("sources", "site_links", "site_pages", "site_state", "documents", "chunks", "chunks_fts"):

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+# The format of a site page's stand-in document while the page is not fetched (citedocs.sites.links).
+LINK_FORMAT = "link"
+
 
 @dataclass(slots=True)
 class Hit:
@@ -12,7 +15,9 @@ class Hit:
 
     `chunk_id` is a short content hash, stable across reindexing of unchanged text. `path` is the file's
     absolute path (folders) or the page URL (sites); `source` is the registered folder path or site name.
-    `heading` is the heading path joined with " > ". `page` is set for PDFs.
+    `heading` is the heading path joined with " > ". `page` is set for PDFs. `kind` is "passage", or "link"
+    for a site page not fetched yet: its heading is the page title, its text the llms.txt description, and
+    its path the URL to fetch.
     """
 
     chunk_id: str
@@ -25,6 +30,7 @@ class Hit:
     score: float
     text: str
     snippet: str = ""
+    kind: str = "passage"
 
     def to_dict(self, with_text: bool = False) -> dict[str, Any]:
         data = asdict(self)
@@ -36,6 +42,8 @@ class Hit:
     def location(self) -> str:
         """Human citation: `report.pdf, p. 12` or `setup.md:10-24`."""
         name = self.path.rsplit("/", 1)[-1] or self.path
+        if self.kind == "link":
+            return f"{self.path} (not fetched)"
         if self.page is not None:
             return f"{name}, p. {self.page}"
         return f"{name}:{self.line_start}-{self.line_end}"

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 CLOSE_WAIT_FOR_MODEL_S = 60.0
+LINKS_KEY = "site_link_documents"  # set once every site's unfetched pages have link documents
 
 
 @dataclass(slots=True)
@@ -89,6 +90,7 @@ class Citedocs:
         self._indexing = threading.Condition()
         self._active_source: int | None = None
         self._cancelled: set[int] = set()
+        self._links_checked = False
 
     def _embedder_choice(self) -> str | None:
         """What an "auto" embedder chose for this index (or, for an older index, what embedded it)."""
@@ -325,13 +327,30 @@ class Citedocs:
         file_type: str | None = None,
         wait_for_model: bool = False,
     ) -> SearchResult:
-        """Ranked passages; `note` says when a degraded mode (keyword while the model loads) answered."""
+        """Ranked passages, and site pages not fetched yet (kind "link") among them; `note` says when a
+        degraded mode (keyword while the model loads) answered."""
+        self._ensure_link_documents()
         source_ids = [self.find_source(source).id] if source else None
         result = self.engine.search(query, k=self.settings.top_k if k is None else k, mode=mode,
                                     source_ids=source_ids, file_type=file_type, wait_for_model=wait_for_model)  # fmt: skip
         if needs_reanalysis(self.store):
             result.note = f"{result.note} {STALE_NOTE}" if result.note else STALE_NOTE
         return result
+
+    def _ensure_link_documents(self) -> None:
+        """Sites registered before unfetched pages were searchable get their link documents, once per index."""
+        if self._links_checked:
+            return
+        self._links_checked = True
+        if self.store.get_meta(LINKS_KEY):
+            return
+        from citedocs.sites.links import sync_links
+        from citedocs.store.site_tables import SiteTables
+
+        tables = SiteTables(self.store)
+        for site in self.store.list_sources("site"):
+            sync_links(self.store, site, tables.links(site.id), tables.page_urls(site.id))
+        self.store.set_meta(LINKS_KEY, "1")
 
     def find_similar(self, path: str, k: int = 5) -> SearchResult:
         """Files most like the given one (inside a registered folder)."""
@@ -372,6 +391,36 @@ class Citedocs:
 
         retriever = LocalRetriever(self, wait_for_model=True)
         return ask_blocking(retriever, self.settings, question, k=k, mode=mode, on_event=on_event)
+
+    def fetch_site_page(self, url: str, *, embed: bool = True) -> int:
+        """Fetch a listed page into the index (its chunks replace its link); returns its chunk count.
+
+        `embed`: start embedding the new chunks in the background (a server; a one-off process leaves them to
+        the next one)."""
+        page = self.sites.fetch(url)
+        found = self.store.document_by_path(page.url)
+        chunks = len(self.store.document_rowids(found[0].id)) if found and found[0].id else 0
+        if embed:
+            self._embed_soon()
+        return chunks
+
+    def _embed_soon(self) -> None:
+        """Embed what lacks vectors in the background, unless a pass is running (it picks new chunks up)."""
+        if self.embedder is None or self._closing.is_set():
+            return
+        with self._indexing:
+            thread = self._embed_thread
+            if thread is not None and thread.is_alive():
+                return
+
+            def work() -> None:
+                try:
+                    self.embed()
+                except Exception as exc:
+                    _log.warning("background embedding stopped: %s", exc)
+
+            self._embed_thread = threading.Thread(target=work, daemon=True, name="citedocs-embedder")
+            self._embed_thread.start()
 
     # -- reading ----------------------------------------------------------------------------------
     def _pin(self, folder: Path) -> FolderHandle:

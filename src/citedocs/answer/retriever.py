@@ -12,13 +12,15 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import anyio
 
-from citedocs.errors import FetchError, RetrievalToolError
+from citedocs.answer.pages import PageFetch
+from citedocs.errors import CitedocsError, FetchError, RetrievalToolError
 from citedocs.hits import Hit
 from citedocs.search.engine import SearchResult
 
@@ -50,6 +52,13 @@ class Searcher(Protocol):
     ) -> SearchResult: ...
 
 
+@runtime_checkable
+class PageSource(Protocol):
+    """An index that can fetch a site page and index it (the `Citedocs` facade); returns its chunk count."""
+
+    def fetch_site_page(self, url: str, *, embed: bool = True) -> int: ...
+
+
 class LocalRetriever:
     """This process's index; SQLite is synchronous, so the search runs in a worker thread.
 
@@ -69,6 +78,43 @@ class LocalRetriever:
             )
         )
 
+    async def fetch_pages(self, urls: Sequence[str], timeout_s: float) -> AsyncIterator[PageFetch]:
+        """Fetch and index pages side by side, each outcome as it lands; a page still loading at the deadline
+        is reported as such and finishes in the background (it is searchable once stored)."""
+        started = time.perf_counter()
+        tasks = {asyncio.ensure_future(asyncio.to_thread(self._fetch_one, url)): url for url in urls}
+        pending = set(tasks)
+        while pending:
+            remaining = timeout_s - (time.perf_counter() - started)
+            done, pending = await asyncio.wait(
+                pending, timeout=max(0.0, remaining), return_when=asyncio.FIRST_COMPLETED
+            )
+            for task in done:
+                yield task.result()
+            if not done:
+                break
+        for task in pending:
+            yield PageFetch(tasks[task], False, round((time.perf_counter() - started) * 1000, 1),
+                            error=f"still downloading after {timeout_s:g} s",
+                            hint="The answer goes on without it; it is searchable once it has arrived.")  # fmt: skip
+
+    def _fetch_one(self, url: str) -> PageFetch:
+        started = time.perf_counter()
+        ms = lambda: round((time.perf_counter() - started) * 1000, 1)  # noqa: E731
+        if not isinstance(self.index, PageSource):
+            return PageFetch(url, False, 0.0, error="this index cannot fetch pages",
+                             hint="Fetch it with `citedocs fetch URL`.")  # fmt: skip
+        try:
+            # a one-off answer (wait_for_model) exits next: its vectors are made by the next server instead
+            chunks = self.index.fetch_site_page(url, embed=not self.wait_for_model)
+        except CitedocsError as exc:
+            return PageFetch(url, False, ms(), error=exc.message, hint=exc.hint)
+        except Exception as exc:
+            log.exception("fetching %s for an answer failed", url)
+            return PageFetch(url, False, ms(), error=f"fetching failed ({type(exc).__name__})",
+                             hint="Try `citedocs fetch URL` to see the error.")  # fmt: skip
+        return PageFetch(url, True, ms(), chunks)
+
 
 def hit_from_mcp(raw: Mapping[str, Any]) -> Hit:
     """A hit from an MCP search result; a missing `text` falls back to the snippet."""
@@ -84,6 +130,7 @@ def hit_from_mcp(raw: Mapping[str, Any]) -> Hit:
         score=float(raw.get("score") or 0.0),
         text=str(raw.get("text") or raw.get("snippet") or ""),
         snippet=str(raw.get("snippet") or ""),
+        kind="link" if raw.get("kind") == "link" else "passage",
     )
 
 

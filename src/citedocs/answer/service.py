@@ -2,8 +2,8 @@
 
 Two phases, so a front end can turn setup failures into ordinary errors before it sends a byte: `prepare`
 (validation, retrieval in a worker thread, the relevance gate) and `generate` (the events of one answer:
-`sources`, `token`*, then exactly one `done` or `error`). `stream` joins them for callers that want events
-only. Tokens stream raw as the model writes them; `done.answer` is the answer after its citations were checked
+`fetching` and one `fetched` per page when the best candidates are site pages not fetched yet, `sources`,
+`token`*, then exactly one `done` or `error`). `stream` joins them for callers that want events only. Tokens stream raw as the model writes them; `done.answer` is the answer after its citations were checked
 and repaired, each sentence no passage supports marked `[unverified]`, and `done.raw_answer` what the model
 wrote.
 """
@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from citedocs.answer.citations import check_citations, is_refusal, repair_answer
 from citedocs.answer.gate import GateDecision, relevance_decision
+from citedocs.answer.pages import PageFetcher, links_to_fetch, passages
 from citedocs.answer.prompt import build_messages, question_language, refusal_sentence
 from citedocs.answer.retriever import Retriever
 from citedocs.answer.stats import AnswerRecord, RollingStats
@@ -27,6 +28,7 @@ from citedocs.answer.telemetry import AnswerTrace, Tracer, make_tracer
 from citedocs.errors import AnswerFailed, CitedocsError, InputError, NotFoundError
 from citedocs.hits import Hit
 from citedocs.llm.client import ChatModel, Finish, LLMEvent, LLMStreamError, TokenDelta
+from citedocs.search.engine import MAX_K, SearchResult
 from citedocs.settings import Settings
 
 __all__ = [
@@ -47,7 +49,7 @@ _INTERNAL_HINT = "Try again; if it persists, report it with the trace id and the
 
 @dataclass(frozen=True, slots=True)
 class AnswerEvent:
-    """One server-sent event of an answer: `event` is sources, token, done or error."""
+    """One server-sent event of an answer: `event` is fetching, fetched, sources, token, done or error."""
 
     event: str
     data: dict[str, Any]
@@ -89,6 +91,12 @@ class PreparedAnswer:
     retrieval_ms: float
     mode: str
     note: str | None = None
+    fetch_ms: float | None = None
+    # Unfetched site pages among the best candidates: fetched at the start of `generate`, which then
+    # retrieves again and gates anew (until then `gate` only says "pending").
+    fetch: list[str] = field(default_factory=list)
+    k: int = 5
+    source: str | None = None
     finished: bool = field(default=False, repr=False)
 
     @property
@@ -126,10 +134,11 @@ class AnswerService:
         (or anything else) when retrieval fails; the failure is counted and traced."""
         question = validate_question(question)
         started = time.perf_counter()
+        k = k or self.settings.top_k
         trace = self.tracer.answer({"question.chars": len(question)})
-        trace.start("retrieval", {"k": k or self.settings.top_k})
+        trace.start("retrieval", {"k": k})
         try:
-            result = await self.retriever.search(question, k=k, mode=mode, source=source)
+            result = await self._search(question, k, mode, source)
         except BaseException as exc:
             trace.finish(error=type(exc).__name__)
             if not isinstance(exc, InputError | NotFoundError) and isinstance(exc, Exception):
@@ -137,15 +146,57 @@ class AnswerService:
                 self.stats.record(AnswerRecord("error", {"retrieval_ms": retrieval_ms}, stage="retrieval"))
             raise
         retrieval_ms = _ms(time.perf_counter() - started)
-        gate = relevance_decision(question, result.hits, self.relevance_threshold)
-        trace.end("retrieval", {"hits": len(result.hits), "gate.best": round(gate.best, 3)})
-        return PreparedAnswer(
-            question, result.hits, gate, trace, started, retrieval_ms, result.mode, result.note
-        )
+        fetch = []
+        if isinstance(self.retriever, PageFetcher):
+            fetch = links_to_fetch(result.hits, k, self.settings.ask_fetch_pages)
+        hits = passages(result.hits, k)
+        if fetch:
+            gate = GateDecision(True, f"{len(fetch)} site pages are fetched before the relevance check.", 0.0)
+        else:
+            gate = relevance_decision(question, hits, self.relevance_threshold)
+        trace.end("retrieval", {"hits": len(hits), "gate.best": round(gate.best, 3), "fetch": len(fetch)})
+        return PreparedAnswer(question, hits, gate, trace, started, retrieval_ms, result.mode, result.note,
+                              fetch=fetch, k=k, source=source)  # fmt: skip
+
+    async def _search(self, question: str, k: int, mode: str | None, source: str | None) -> SearchResult:
+        """Twice the passages asked for: unfetched pages (links) among them are not passages to cite."""
+        return await self.retriever.search(question, k=min(MAX_K, 2 * k), mode=mode, source=source)
+
+    async def _fetch_pages(self, prepared: PreparedAnswer) -> AsyncGenerator[AnswerEvent, None]:
+        """Fetch the pages the question needs (events as each lands), then retrieve again and gate."""
+        assert isinstance(self.retriever, PageFetcher)
+        urls, prepared.fetch = prepared.fetch, []
+        timeout_s = self.settings.ask_fetch_timeout_s
+        yield AnswerEvent("fetching", {
+            "urls": urls, "timeout_s": timeout_s,
+            "note": "The best candidates are documentation pages not fetched yet; fetching them first.",
+        })  # fmt: skip
+        started = time.perf_counter()
+        prepared.trace.start("fetch", {"pages": len(urls)})
+        fetched = 0
+        async for outcome in self.retriever.fetch_pages(urls, timeout_s):
+            fetched += outcome.ok
+            yield AnswerEvent("fetched", outcome.to_dict())
+        prepared.trace.end("fetch", {"fetched": fetched})
+        fetch_ms = _ms(time.perf_counter() - started)
+        again = time.perf_counter()
+        try:
+            result = await self._search(prepared.question, prepared.k, prepared.mode, prepared.source)
+        except CitedocsError as exc:  # keep the first retrieval's passages; say why
+            prepared.note = f"retrieval after fetching failed ({exc.message}); {prepared.note or ''}".strip()
+        else:
+            prepared.hits, prepared.note = passages(result.hits, prepared.k), result.note
+        prepared.gate = relevance_decision(prepared.question, prepared.hits, self.relevance_threshold)
+        prepared.fetch_ms = fetch_ms
+        prepared.retrieval_ms = round(prepared.retrieval_ms + _ms(time.perf_counter() - again), 1)
 
     async def generate(self, prepared: PreparedAnswer) -> AsyncGenerator[AnswerEvent, None]:
         """`sources`, then `token`*, then exactly one `done` or `error`. Closing the iterator early (a
         client that left) closes the model stream, so the model server stops generating."""
+        if prepared.fetch:
+            async with contextlib.aclosing(self._fetch_pages(prepared)) as fetching:
+                async for event in fetching:
+                    yield event
         yield AnswerEvent("sources", {"sources": prepared.sources, "note": prepared.note})
         if not prepared.gate.allowed:
             yield self._refused_before_model(prepared)
@@ -223,8 +274,8 @@ class AnswerService:
     # -- terminal events --------------------------------------------------------------------------
     def _refused_before_model(self, prepared: PreparedAnswer) -> AnswerEvent:
         total_ms = _ms(time.perf_counter() - prepared.started)
-        timings = {"retrieval_ms": prepared.retrieval_ms, "ttft_ms": None, "generation_ms": None,
-                   "total_ms": total_ms}  # fmt: skip
+        timings = {"retrieval_ms": prepared.retrieval_ms, "fetch_ms": prepared.fetch_ms, "ttft_ms": None,
+                   "generation_ms": None, "total_ms": total_ms}  # fmt: skip
         self.stats.record(AnswerRecord("refusal", timings, gate_refusal=True))
         prepared.trace.finish({"refused": True, "refused.before_model": True})
         return AnswerEvent("done", {
@@ -246,8 +297,8 @@ class AnswerService:
         answer = refusal if refused else repair_answer(raw, report, mark_unverified=True)
         citations = [] if refused else report.citations
         total_ms = _ms(time.perf_counter() - prepared.started)
-        timings = {"retrieval_ms": prepared.retrieval_ms, "ttft_ms": ttft_ms, "generation_ms": generation_ms,
-                   "total_ms": total_ms}  # fmt: skip
+        timings = {"retrieval_ms": prepared.retrieval_ms, "fetch_ms": prepared.fetch_ms, "ttft_ms": ttft_ms,
+                   "generation_ms": generation_ms, "total_ms": total_ms}  # fmt: skip
         usage = finish.usage
         self.stats.record(AnswerRecord("refusal" if refused else "answer", timings, usage.prompt_tokens,
                                        usage.completion_tokens, finish.cost_usd))  # fmt: skip

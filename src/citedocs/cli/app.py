@@ -298,6 +298,11 @@ def _print_hits(result: Any, empty_index_note: str) -> None:
     if not result.hits:
         out.print("No matches." if result.note != empty_index_note else NOTHING_INDEXED)
     for n, h in enumerate(result.hits, 1):
+        if h.kind == "link":
+            out.print(f"[bold]{n}. {escape(h.heading)}[/bold]  [dim]not fetched · {h.source} · {h.score:.3f}[/dim]")
+            out.print(f"   {escape(h.path)}", overflow="ignore", crop=False)
+            out.print("   " + escape(h.text), overflow="fold")
+            continue
         where = f"p. {h.page}" if h.page else f"lines {h.line_start}-{h.line_end}"
         out.print(
             f"[bold]{n}. {h.path}[/bold]  [dim]{where} · {h.heading or '—'} · {h.score:.3f} · {h.chunk_id}[/dim]"

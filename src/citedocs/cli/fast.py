@@ -88,6 +88,10 @@ def fast_search(argv: list[str]) -> int | None:
         sys.stderr.write(f"note: {reply.body['note']}\n")
     lines = []
     for n, h in enumerate(hits, 1):
+        if h.get("kind") == "link":
+            lines += [f"{n}. {h.get('heading')}  not fetched · {h.get('source')} · {h['score']:.3f}",
+                      f"   {h['path']}", "   " + re.sub(r"\*\*(.+?)\*\*", r"\1", h.get("snippet", ""))]  # fmt: skip
+            continue
         where = f"p. {h['page']}" if h.get("page") else f"lines {h['line_start']}-{h['line_end']}"
         lines.append(
             f"{n}. {h['path']}  {where} · {h.get('heading') or '—'} · {h['score']:.3f} · {h['chunk_id']}"

@@ -50,6 +50,11 @@ class HitOut(BaseModel):
     location: str = Field(description="Short citation: 'file.md:10-24' or 'report.pdf, p. 12'.")
     snippet: str = Field(description="The best-matching window of the passage, matches marked **like this**.")
     text: str | None = Field(default=None, description="The passage text (may be shortened; see note).")
+    kind: str = Field(
+        default="passage",
+        description="'passage', or 'link': a documentation page not fetched yet (heading = its title, snippet "
+        "= its llms.txt description); read it with fetch_doc(path).",
+    )
 
 
 class SearchOut(BaseModel):

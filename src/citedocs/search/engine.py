@@ -18,7 +18,7 @@ from citedocs.embed.auto import AutoEmbedder
 from citedocs.embed.blob import FINGERPRINT_KEY, matrix_from_blobs
 from citedocs.embed.lazy import LazyEmbedder
 from citedocs.errors import EmbedderError, InputError, ModelMismatchError, NotFoundError
-from citedocs.hits import Hit
+from citedocs.hits import LINK_FORMAT, Hit
 from citedocs.search.hybrid import CANDIDATES, VectorSearch, fuse
 from citedocs.search.keyword import keyword_ranking
 from citedocs.search.snippets import make_snippet
@@ -75,6 +75,7 @@ def hit_from_chunk(chunk: StoredChunk, score: float, terms: Sequence[str]) -> Hi
         score=round(score, 6),
         text=chunk.text,
         snippet=make_snippet(chunk.text, terms),
+        kind="link" if chunk.format == LINK_FORMAT else "passage",
     )
 
 

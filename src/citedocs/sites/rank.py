@@ -29,7 +29,7 @@ from citedocs.errors import InputError, NotFoundError
 from citedocs.sources.llmstxt import DocLink
 from citedocs.text.links import RAW_TOKEN, analyze, analyze_token, bigrams, tokenize
 
-__all__ = ["MAX_K", "SiteHit", "SiteIndex", "tokenize"]
+__all__ = ["MAX_K", "SiteHit", "SiteIndex", "tokenize", "url_path_text"]
 
 MAX_K = 50
 FIELD_WEIGHTS = (5.0, 2.0, 2.0, 1.0, 0.3)  # title, section, url path, description, page text
@@ -58,7 +58,7 @@ def _label_terms(text: str) -> tuple[tuple[str, ...], int]:
     return _field_terms(text)
 
 
-def _url_path_text(url: str) -> str:
+def url_path_text(url: str) -> str:
     path = _URL_PATH.sub("", url.split("#", 1)[0].split("?", 1)[0])
     segments = [_FILE_SUFFIX.sub("", s) for s in path.split("/")]
     return " ".join(s for s in segments if s and s.lower() != "index" and not _HEX_ID.match(s))
@@ -104,7 +104,7 @@ class _Segment:
             idx = self.by_url[link.url] = len(self.entries)
             lengths = [0] * len(FIELD_WEIGHTS)
             seen: set[str] = set()
-            texts = (link.title, link.section, _url_path_text(link.url), link.description)
+            texts = (link.title, link.section, url_path_text(link.url), link.description)
             for f, text in enumerate(texts):
                 if text:
                     terms, lengths[f] = _label_terms(text) if f < 3 else _field_terms(text)

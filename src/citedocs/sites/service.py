@@ -20,6 +20,7 @@ from typing import Any
 
 from citedocs.errors import CitedocsError, FetchError, InputError, NotFoundError
 from citedocs.settings import Settings
+from citedocs.sites.links import sync_links
 from citedocs.sites.model import (
     DEFAULT_SITES,
     FAILURE_BACKOFF_S,
@@ -148,6 +149,7 @@ class SiteService:
             raise
         changes = self.pages.revalidate(source)
         changes["llms_txt_changed"] = int(not unchanged)
+        sync_links(self.store, source, self.tables.links(source.id), self.tables.page_urls(source.id))
         self.store.update_source(source.id, status="ready", last_error=None, last_indexed=self._clock())
         return replace(self._info(self._site(name)), changes=changes)
 
@@ -269,10 +271,18 @@ class SiteService:
             u for u, p in before.items() if u not in listed and (p.inline or not within_prefix(u, source.uri))
         ]
         self.pages.drop(source, gone)
+        sync_links(self.store, source, links, self.tables.page_urls(source.id))
         self.store.update_source(source.id, status="ready", last_error=None, last_indexed=now)
 
     def _page_text(self, source: Source, url: str, markdown: str) -> None:
-        """A page was stored: let its text count in ranking if its site is already in memory."""
+        """A page was stored: its chunks replaced its link document (same path); links to its sections go
+        too; and its text counts in ranking if its site is already in memory."""
+        sections = self.tables.fragment_links(source.id, url)
+        if sections:
+            documents = self.store.documents(source.id)
+            self.store.delete_documents(
+                d.id for u in sections if (d := documents.get(u)) is not None and d.format == "link" and d.id
+            )
         with self._lock:
             if self._indexed.get(source.name, (None,))[0] == source.id:
                 with suppress(NotFoundError):

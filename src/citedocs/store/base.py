@@ -303,7 +303,8 @@ class Store(ABC):
         return [(r["path"], r["reason"] or "") for r in rows]
 
     def counts(self, source_id: int | None = None) -> dict[str, int]:
-        where, args = ("WHERE d.source_id = ?", (source_id,)) if source_id is not None else ("", ())
+        """Documents by status and their chunks; a site's unfetched pages (link documents) count apart."""
+        where, args = ("AND d.source_id = ?", (source_id,)) if source_id is not None else ("", ())
         row = (
             self._conn()
             .execute(
@@ -312,13 +313,16 @@ class Store(ABC):
                    SUM(CASE WHEN d.status = 'failed' THEN 1 ELSE 0 END) AS failed,
                    SUM(CASE WHEN d.status = 'empty' THEN 1 ELSE 0 END) AS empty,
                    (SELECT COUNT(*) FROM chunks c JOIN documents d2 ON d2.id = c.document_id
-                    {where.replace("d.", "d2.")}) AS chunks
-                FROM documents d {where}""",
-                args * 2,
+                    WHERE d2.format IS DISTINCT FROM 'link' {where.replace("d.", "d2.")}) AS chunks,
+                   (SELECT COUNT(*) FROM documents d3 WHERE d3.format = 'link' {where.replace("d.", "d3.")})
+                   AS links
+                FROM documents d WHERE d.format IS DISTINCT FROM 'link' {where}""",
+                args * 3,
             )
             .fetchone()
         )
-        return {key: int(row[key] or 0) for key in ("documents", "indexed", "failed", "empty", "chunks")}
+        keys = ("documents", "indexed", "failed", "empty", "chunks", "links")
+        return {key: int(row[key] or 0) for key in keys}
 
     # -- chunks -----------------------------------------------------------------------------------
     def chunks_by_rowid(self, rowids: Sequence[int]) -> dict[int, StoredChunk]:

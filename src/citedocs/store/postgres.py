@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from importlib import resources
 from typing import Any
 
@@ -202,7 +202,13 @@ class PostgresStore(Store):
                     f"Another process is indexing source {source_id} in this database right now.",
                     "Wait for it to finish (`citedocs status` shows its progress), then run this again.",
                 )
-            yield
+            try:
+                yield
+            finally:
+                # Unlock before closing: a closed session's locks go only when its backend has exited,
+                # which another session can observe (pg_locks) a moment later.
+                with suppress(Exception):
+                    raw.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_NAMESPACE, source_id))
         finally:
             raw.close()
             with self._all_lock:

@@ -194,6 +194,19 @@ class SiteTables:
         )
         return [_page(r) for r in rows]
 
+    def page_urls(self, source_id: int) -> list[str]:
+        rows = self.store._conn().execute("SELECT url FROM site_pages WHERE source_id = ?", (source_id,))
+        return [r[0] for r in rows.fetchall()]
+
+    def fragment_links(self, source_id: int, url: str) -> list[str]:
+        """Listed URLs that are `url` plus a #fragment (llms.txt files link sections of one page)."""
+        escaped = url.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self.store._conn().execute(
+            "SELECT url FROM site_links WHERE source_id = ? AND url LIKE ? ESCAPE '\\'",
+            (source_id, escaped + "#%"),
+        )
+        return [r[0] for r in rows.fetchall()]
+
     def put_page(self, source_id: int, page: StoredPage) -> None:
         with self.store.transaction() as conn:
             conn.execute(
