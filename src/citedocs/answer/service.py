@@ -367,15 +367,19 @@ def _error_data(
 
 
 async def collect(events: AsyncGenerator[AnswerEvent, None]) -> dict[str, Any]:
-    """Run an answer's events to the end: `{"sources": [...], **done}`, or raise AnswerFailed."""
+    """Run an answer's events to the end: `{"sources": [...], "fetched": [...], **done}`, or raise
+    AnswerFailed. `fetched` lists the site pages fetched for the answer (empty when none were needed)."""
     sources: list[dict[str, Any]] = []
+    fetched: list[dict[str, Any]] = []
     note = None
     async with contextlib.aclosing(events) as stream:
         async for event in stream:
             if event.event == "sources":
                 sources, note = event.data["sources"], event.data.get("note")
+            elif event.event == "fetched":
+                fetched.append(event.data)
             elif event.event == "done":
-                return {"sources": sources, "note": note, **event.data}
+                return {"sources": sources, "fetched": fetched, "note": note, **event.data}
             elif event.event == "error":
                 raise AnswerFailed(event.data)
     raise AnswerFailed(_error_data("internal", "The answer ended without a result.", _INTERNAL_HINT, None))

@@ -343,6 +343,12 @@ def ask(
         if event.event == "token" and not as_json:
             sys.stdout.write(event.data["text"])
             sys.stdout.flush()
+        elif event.event == "fetching" and not as_json:
+            console.print(f"[dim]fetching {len(event.data['urls'])} documentation page(s) first …[/dim]")
+        elif event.event == "fetched" and not as_json:
+            got = event.data
+            status = f"{got['chunks']} passages" if got["ok"] else f"failed: {escape(str(got['error']))}"
+            console.print(f"[dim]  {escape(got['url'])} · {status} · {got['ms']:.0f} ms[/dim]")
 
     with service(db) as app_:
         data = run(lambda: app_.ask(question, k=k, mode=mode, on_event=show))
