@@ -145,7 +145,7 @@ def test_ask_fetches_the_unfetched_pages_it_needs_then_answers_from_them(
             requested = len(site.requests)
             # a second question on the same pages fetches nothing
             again = _ask(app, TICKETS.replace("which", "what"), server)
-            assert [n for n, _ in again][0] == "sources" and len(site.requests) == requested
+            assert next(n for n, _ in again) == "sources" and len(site.requests) == requested
             assert again[-1][1]["timings"]["fetch_ms"] is None
     finally:
         app.close()
@@ -165,7 +165,9 @@ def test_a_page_that_fails_is_an_event_and_the_answer_goes_on(
         assert failed and failed[0]["url"].endswith(TICKETS_PAGE) and "500" in failed[0]["error"]
         assert events[-1][0] == "done"
         [sources] = [d["sources"] for n, d in events if n == "sources"]
-        assert all(not s["path"].endswith(TICKETS_PAGE) for s in sources)  # no description posing as a passage
+        assert all(
+            not s["path"].endswith(TICKETS_PAGE) for s in sources
+        )  # no description posing as a passage
     finally:
         app.close()
 
@@ -210,10 +212,13 @@ def test_add_site_then_ask_over_http_cites_the_right_page_with_no_manual_fetch(
     assert found.returncode == 0 and "1. Ticket Routing" in found.stdout and "not fetched" in found.stdout
     with FakeOpenAI([Reply(tokens=TICKETS_ANSWER)]) as llm:
         env["CITEDOCS_LLM_BASE_URL"] = llm.base_url
-        with _serve(env, tmp_path / "serve.log") as url, httpx.Client(base_url=url, timeout=60) as client:
-            with client.stream("POST", "/ask", json={"question": TICKETS}) as response:
-                assert response.status_code == 200
-                events = read_sse(response)
+        with (
+            _serve(env, tmp_path / "serve.log") as url,
+            httpx.Client(base_url=url, timeout=60) as client,
+            client.stream("POST", "/ask", json={"question": TICKETS}) as response,
+        ):
+            assert response.status_code == 200
+            events = read_sse(response)
     names = [n for n, _ in events]
     assert names[0] == "fetching" and "fetched" in names and names[-1] == "done", names
     [sources] = [d["sources"] for n, d in events if n == "sources"]
@@ -236,4 +241,7 @@ def test_citedocs_ask_on_a_site_only_index_fetches_then_answers(
                               text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "fetching" in proc.stderr and f"{site.url}/{TICKETS_PAGE}" in proc.stderr
-    assert "Answer (citations checked): Accuracy" in proc.stdout and f"[1] {site.url}/{TICKETS_PAGE}" in proc.stdout
+    assert (
+        "Answer (citations checked): Accuracy" in proc.stdout
+        and f"[1] {site.url}/{TICKETS_PAGE}" in proc.stdout
+    )

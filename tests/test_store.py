@@ -58,7 +58,14 @@ def test_replace_document_swaps_chunks_and_keyword_rows(store: Store) -> None:
     assert len(store.keyword_search(["delta"], 5)) == 1
     assert _count(store, "chunks") == 1
     assert _count(store, "chunks_fts" if isinstance(store, SQLiteStore) else "postings") >= 1
-    assert store.counts(src.id) == {"documents": 1, "indexed": 1, "failed": 0, "empty": 0, "chunks": 1, "links": 0}
+    assert store.counts(src.id) == {
+        "documents": 1,
+        "indexed": 1,
+        "failed": 0,
+        "empty": 0,
+        "chunks": 1,
+        "links": 0,
+    }
 
 
 def test_removing_a_source_purges_documents_chunks_and_keyword_rows(store: Store) -> None:

@@ -91,6 +91,7 @@ class Citedocs:
         self._active_source: int | None = None
         self._cancelled: set[int] = set()
         self._links_checked = False
+        self._background: list[threading.Thread] = []  # prefetch jobs; they stop at their next page on close
 
     def _embedder_choice(self) -> str | None:
         """What an "auto" embedder chose for this index (or, for an older index, what embedded it)."""
@@ -104,6 +105,8 @@ class Citedocs:
         # 134): wait for a model load, and for the background job to reach that stop (it resumes next time).
         if self.embedder is not None and self.embedder.state == "loading":
             self.embedder.wait(CLOSE_WAIT_FOR_MODEL_S)
+        for job in self._background:
+            job.join(self.settings.fetch_timeout_s + 5)
         thread = self._embed_thread
         if thread is not None and thread.is_alive() and thread is not threading.current_thread():
             thread.join(CLOSE_WAIT_FOR_MODEL_S)
@@ -403,6 +406,29 @@ class Citedocs:
         if embed:
             self._embed_soon()
         return chunks
+
+    def prefetch_site(
+        self, name: str, limit: int | None = None, *, progress: Callable[[Any], None] | None = None
+    ) -> Any:
+        """Fetch a site's pages ahead of questions (all, or the first `limit` not stored yet); stops with
+        the process and resumes next time. Returns a PrefetchProgress."""
+        return self.sites.prefetch(name, limit, progress=progress, should_stop=self._closing.is_set)
+
+    def prefetch_in_background(self, name: str, limit: int | None = None) -> threading.Thread:
+        """`prefetch_site` in a daemon thread (servers), then embedding of the new pages; `status()` shows it."""
+        self.sites.site(name)  # an unknown name fails here, in the caller's thread
+
+        def work() -> None:
+            try:
+                self.prefetch_site(name, limit)
+                self._embed_soon()
+            except Exception as exc:
+                _log.warning("prefetching site %s stopped: %s", name, exc)
+
+        thread = threading.Thread(target=work, daemon=True, name=f"citedocs-prefetch-{name}")
+        self._background.append(thread)
+        thread.start()
+        return thread
 
     def _embed_soon(self) -> None:
         """Embed what lacks vectors in the background, unless a pass is running (it picks new chunks up)."""

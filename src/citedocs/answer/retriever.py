@@ -100,7 +100,10 @@ class LocalRetriever:
 
     def _fetch_one(self, url: str) -> PageFetch:
         started = time.perf_counter()
-        ms = lambda: round((time.perf_counter() - started) * 1000, 1)  # noqa: E731
+
+        def ms() -> float:
+            return round((time.perf_counter() - started) * 1000, 1)
+
         if not isinstance(self.index, PageSource):
             return PageFetch(url, False, 0.0, error="this index cannot fetch pages",
                              hint="Fetch it with `citedocs fetch URL`.")  # fmt: skip

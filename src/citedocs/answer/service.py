@@ -195,8 +195,8 @@ class AnswerService:
         client that left) closes the model stream, so the model server stops generating."""
         if prepared.fetch:
             async with contextlib.aclosing(self._fetch_pages(prepared)) as fetching:
-                async for event in fetching:
-                    yield event
+                async for step in fetching:
+                    yield step
         yield AnswerEvent("sources", {"sources": prepared.sources, "note": prepared.note})
         if not prepared.gate.allowed:
             yield self._refused_before_model(prepared)

@@ -299,7 +299,9 @@ def _print_hits(result: Any, empty_index_note: str) -> None:
         out.print("No matches." if result.note != empty_index_note else NOTHING_INDEXED)
     for n, h in enumerate(result.hits, 1):
         if h.kind == "link":
-            out.print(f"[bold]{n}. {escape(h.heading)}[/bold]  [dim]not fetched · {h.source} · {h.score:.3f}[/dim]")
+            out.print(
+                f"[bold]{n}. {escape(h.heading)}[/bold]  [dim]not fetched · {h.source} · {h.score:.3f}[/dim]"
+            )
             out.print(f"   {escape(h.path)}", overflow="ignore", crop=False)
             out.print("   " + escape(h.text), overflow="fold")
             continue

@@ -6,14 +6,16 @@ import datetime as dt
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from citedocs.cli.common import DbOption, JsonOption, out, print_json, run, service
+from citedocs.cli.common import DbOption, JsonOption, console, out, print_json, run, service
 
 if TYPE_CHECKING:
+    from citedocs.service import Citedocs
     from citedocs.sites.model import SiteInfo
     from citedocs.sites.service import SiteService
 
@@ -40,19 +42,82 @@ def _print_info(verb: str, info: SiteInfo) -> None:
         out.print("  " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in info.changes.items()))
 
 
+FetchOption = Annotated[
+    str | None,
+    typer.Option(
+        "--fetch",
+        help="Also fetch the listed pages now: 'all' or a number N (the first N not fetched yet). "
+        "Stopping is safe: the same command resumes. Without it, pages are fetched when a question needs them.",
+    ),
+]
+
+
+def _fetch_limit(value: str | None) -> int | bool | None:
+    """--fetch: False (not asked), None (all) or a count."""
+    if value is None:
+        return False
+    if value.strip().lower() == "all":
+        return None
+    if value.strip().isdigit():
+        return int(value)
+    raise typer.BadParameter(f"expected 'all' or a number of pages, got {value!r}", param_hint="--fetch")
+
+
+def _prefetch(app_: Citedocs, name: str, limit: int | None, as_json: bool) -> dict[str, Any]:
+    """Fetch pages with a progress bar (on stderr), then embed them; returns the run's counts."""
+    with Progress(TextColumn("fetching pages of " + escape(name)), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), console=console,
+                  disable=as_json or not console.is_terminal) as bar:  # fmt: skip
+        task = bar.add_task("fetch", total=None, failed=0)
+
+        def show(state: Any) -> None:
+            bar.update(task, total=state.total, completed=state.done + state.failed, failed=state.failed)
+
+        try:
+            state = run(lambda: app_.prefetch_site(name, limit, progress=show))
+        except KeyboardInterrupt:
+            console.print(f"stopped; run `citedocs refresh {name} --fetch all` to go on from here.")
+            raise typer.Exit(130) from None
+    embedded = app_.embed()
+    data: dict[str, Any] = state.to_dict()
+    data["embedded"] = None if embedded is None else embedded.done
+    if not as_json:
+        extra = []
+        if state.failed:
+            extra.append(f"{state.failed} failed")
+        if state.skipped:
+            extra.append(f"{state.skipped} refused by robots.txt")
+        if state.delay_s:
+            extra.append(f"{state.delay_s:g} s apart")
+        out.print(
+            f"fetched {state.done} of {state.total} pages" + (f" ({', '.join(extra)})" if extra else "")
+        )
+        for error in state.errors[:5]:
+            out.print(f"  [yellow]{escape(error['url'])}: {escape(error['error'])}[/yellow]")
+    return data
+
+
 def add_site(
     name: Annotated[str, typer.Argument(help="Short name for the site, e.g. 'hono'.")],
     url: Annotated[str, typer.Argument(help="The site's llms.txt (or llms-full.txt) URL.")],
+    fetch: FetchOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Register a documentation site by its llms.txt and index the pages it lists."""
-    with site_service(db) as sites_:
-        info = run(lambda: sites_.add(name, url))
-        if as_json:
-            print_json(info.to_dict())
-        else:
+    """Register a documentation site by its llms.txt; its pages are searchable by title at once."""
+    limit = _fetch_limit(fetch)
+    with service(db) as app_:
+        info = run(lambda: app_.sites.add(name, url))
+        if not as_json:
             _print_info("added", info)
+            if limit is False:
+                out.print(
+                    "  Its pages are searchable by title now and fetched when a question needs them; "
+                    f"`citedocs refresh {info.name} --fetch all` fetches them all ahead."
+                )
+        fetched = None if limit is False else _prefetch(app_, info.name, limit, as_json)
+        if as_json:
+            print_json({**info.to_dict(), **({"fetch": fetched} if fetched is not None else {})})
 
 
 def sites(db: DbOption = None, as_json: JsonOption = False) -> None:
@@ -74,16 +139,19 @@ def sites(db: DbOption = None, as_json: JsonOption = False) -> None:
 
 def refresh(
     name: Annotated[str, typer.Argument(help="A registered site name.")],
+    fetch: FetchOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Re-read a site's llms.txt and its stored pages (conditional requests; unchanged pages stay)."""
-    with site_service(db) as sites_:
-        info = run(lambda: sites_.refresh(name))
-        if as_json:
-            print_json(info.to_dict())
-        else:
+    limit = _fetch_limit(fetch)
+    with service(db) as app_:
+        info = run(lambda: app_.sites.refresh(name))
+        if not as_json:
             _print_info("refreshed", info)
+        fetched = None if limit is False else _prefetch(app_, info.name, limit, as_json)
+        if as_json:
+            print_json({**info.to_dict(), **({"fetch": fetched} if fetched is not None else {})})
 
 
 def fetch(

@@ -275,6 +275,12 @@ class _FolderTools:
                          failures=failures[:MAX_FAILURES_SHOWN], note=note)  # fmt: skip
 
 
+_FETCH_PAGES = (
+    "Also fetch pages ahead of questions, in the background: the first N not fetched yet, -1 for all, "
+    "0 (default) for none."
+)
+
+
 class _SiteTools:
     """llmstxt-doc-search's tools over `app.sites`, and `ask`."""
 
@@ -340,10 +346,18 @@ class _SiteTools:
         self,
         name: Annotated[str, Field(description="A short name for the site, e.g. 'langgraph'.")],
         llms_txt_url: Annotated[str, Field(description="The site's llms.txt URL (http or https).")],
+        fetch_pages: Annotated[int, Field(ge=-1, description=_FETCH_PAGES)] = 0,
     ) -> dict[str, Any]:
-        """Register a documentation site by its llms.txt and index its page list. It is kept for later runs."""
+        """Register a documentation site by its llms.txt and index its page list (searchable by title at
+        once; pages are fetched when a question needs them). It is kept for later runs."""
         info: dict[str, Any] = self.sites.add(name, llms_txt_url).to_dict()
-        return info
+        return {**info, **self._prefetch(name, fetch_pages)}
+
+    def _prefetch(self, name: str, pages: int) -> dict[str, Any]:
+        if pages == 0:
+            return {}
+        self.app.prefetch_in_background(name, None if pages < 0 else pages)
+        return {"prefetch": "started in the background; index_status shows its progress"}
 
     def remove_doc_source(
         self, name: Annotated[str, Field(description="A registered site name.")]
@@ -353,11 +367,13 @@ class _SiteTools:
         return {"removed": name, "source": info}
 
     def refresh_doc_source(
-        self, name: Annotated[str, Field(description="A registered site name.")]
+        self,
+        name: Annotated[str, Field(description="A registered site name.")],
+        fetch_pages: Annotated[int, Field(ge=-1, description=_FETCH_PAGES)] = 0,
     ) -> dict[str, Any]:
         """Re-read a site's llms.txt to pick up new or changed pages; retries a site that recently failed."""
         info: dict[str, Any] = self.sites.refresh(name).to_dict()
-        return info
+        return {**info, **self._prefetch(name, fetch_pages)}
 
     def ask(
         self, question: Annotated[str, Field(description="A question about the indexed documents.")]

@@ -63,9 +63,9 @@ def sync_links(store: Store, source: Source, links: Sequence[DocLink], stored_pa
     for url, link in wanted.items():
         record, chunk = link_document(link)
         old = documents.get(url)
-        if old is None or old.format != LINK_FORMAT or old.sha256 != record.sha256:
-            if old is None or old.format == LINK_FORMAT:  # never overwrite a fetched page's chunks
-                writes.append((record, [chunk]))
+        # a new link, or a changed one; never a fetched page's chunks
+        if old is None or (old.format == LINK_FORMAT and old.sha256 != record.sha256):
+            writes.append((record, [chunk]))
     for start in range(0, len(writes), _BATCH):
         store.replace_documents(source.id, writes[start : start + _BATCH])
     stale = [d.id for url, d in documents.items() if d.format == LINK_FORMAT and url not in wanted and d.id]

@@ -32,6 +32,7 @@ from citedocs.sites.model import (
     sha256_text,
 )
 from citedocs.sites.pages import SitePages
+from citedocs.sites.prefetch import PrefetchProgress, Robots, pages_to_fetch, prefetch, read_robots
 from citedocs.sites.rank import MAX_K, SiteIndex
 from citedocs.sources.fetch import FetchResult, GuardedFetcher
 from citedocs.sources.llmstxt import DocLink, LlmsTxt, parse_llms_txt
@@ -203,7 +204,44 @@ class SiteService:
         self._seed_defaults()
         return self.pages.fetch(url)
 
+    def prefetch(
+        self,
+        name: str,
+        limit: int | None = None,
+        *,
+        progress: Callable[[PrefetchProgress], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> PrefetchProgress:
+        """Fetch up to `limit` (None: all) of the site's listed pages not stored yet, as a job `status` shows.
+
+        Resumable by construction: what is left is read from the store, so a stopped run continues next time."""
+        source = self._site(name)
+        todo = pages_to_fetch(self.tables.links(source.id), set(self.tables.page_urls(source.id)), limit)
+        robots = read_robots(self.fetcher, source.uri) if todo else Robots(None, 0.0)
+        delay = max(self.settings.site_fetch_delay_s, robots.crawl_delay)
+        job = self.store.start_job(source.id, "fetch", len(todo))
+
+        def report(state: PrefetchProgress) -> None:
+            self.store.update_job(job, done=state.done, failed=state.failed, current=state.current)
+            if progress is not None:
+                progress(state)
+
+        try:
+            state = prefetch(source.name, todo, self.pages.fetch, concurrency=self.settings.site_fetch_concurrency,
+                             delay_s=delay, robots=robots, progress=report, should_stop=should_stop)  # fmt: skip
+        except BaseException as exc:
+            self.store.update_job(job, state="failed", message=str(exc)[:500], finished=self._clock())
+            raise
+        message = f"{state.done} fetched, {state.failed} failed, {state.skipped} refused by robots.txt"
+        self.store.update_job(job, state="interrupted" if state.stopped else "done", message=message,
+                              done=state.done, failed=state.failed, finished=self._clock())  # fmt: skip
+        return state
+
     # -- internals --------------------------------------------------------------------------------
+    def site(self, name: str) -> Source:
+        """The registered site `name`, or NotFoundError saying how to list or add one."""
+        return self._site(name)
+
     def _site(self, name: str) -> Source:
         source = self.store.find_source(name)
         if source is None or source.kind != "site":

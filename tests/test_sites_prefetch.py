@@ -1,0 +1,157 @@
+"""Fetching a site's pages ahead of questions (issue 18): `add-site --fetch`, resumable, polite, over MCP too.
+The site is the real Claude docs of ../shared/data/claude-docs-qa on a loopback server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client import Client
+
+from citedocs.mcp import build_server
+from citedocs.service import Citedocs
+from citedocs.settings import Settings
+from citedocs.sites.prefetch import pages_to_fetch
+from citedocs.sources.llmstxt import DocLink
+from conftest import shared
+from fakes.claude_site import write_claude_site
+from fakes.docs_site import DocsSite, serve_docs
+
+
+@pytest.fixture
+def claude(tmp_path: Path) -> Iterator[tuple[DocsSite, str]]:
+    data = shared("claude-docs-qa")
+    with serve_docs(tmp_path / "www") as site:
+        llms_txt, _ = write_claude_site(site, data)
+        yield site, llms_txt
+
+
+def _settings(tmp_path: Path, **extra: Any) -> Settings:
+    return Settings(db=str(tmp_path / "index.db"), allowed_private_hosts=["127.0.0.1"], embedder="none",
+                    **extra)  # fmt: skip
+
+
+def _page_requests(site: DocsSite) -> list[str]:
+    return [r.path for r in site.requests if r.path.startswith("/en/")]
+
+
+def test_add_site_fetch_n_then_refresh_fetch_all_resumes_and_a_rerun_fetches_nothing(
+    tmp_path: Path, claude: tuple[DocsSite, str]
+) -> None:
+    site, llms_txt = claude
+    env = {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.db"), "CITEDOCS_EMBEDDER": "none",
+           "CITEDOCS_ALLOWED_PRIVATE_HOSTS": "127.0.0.1", "CITEDOCS_CONFIG": str(tmp_path / "none.toml")}  # fmt: skip
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run([sys.executable, "-m", "citedocs", *args], env=env, capture_output=True,
+                              text=True, timeout=120)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return proc
+
+    assert "fetched 5 of 5 pages" in cli("add-site", "claude", llms_txt, "--fetch", "5").stdout
+    assert len(set(_page_requests(site))) == 5
+    assert "fetched 40 of 40 pages" in cli("refresh", "claude", "--fetch", "all").stdout
+    site.clear()
+    assert "fetched 0 of 0 pages" in cli("refresh", "claude", "--fetch", "all").stdout
+    assert all(r.status == 304 for r in site.requests if r.path.startswith("/en/"))  # revalidated, not fetched
+    app = Citedocs(_settings(tmp_path))
+    try:
+        assert app.store.counts()["links"] == 0 and app.sites.list()[0].pages_fetched == 45
+        jobs = [j for j in app.status()["jobs"] if j["kind"] == "fetch"]
+        assert [j["state"] for j in jobs[:3]] == ["done"] * 3 and jobs[2]["done"] == 5
+    finally:
+        app.close()
+    bad = subprocess.run([sys.executable, "-m", "citedocs", "refresh", "claude", "--fetch", "some"], env=env,
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert bad.returncode == 2 and "'all' or a number" in bad.stderr
+
+
+def test_a_stopped_prefetch_resumes_where_it_stopped(tmp_path: Path, claude: tuple[DocsSite, str]) -> None:
+    site, llms_txt = claude
+    app = Citedocs(_settings(tmp_path))
+    try:
+        app.sites.add("claude", llms_txt)
+        seen: list[int] = []
+
+        def stop_after_three() -> bool:
+            return len(seen) >= 3
+
+        state = app.sites.prefetch("claude", progress=lambda s: seen.append(s.done),
+                                   should_stop=stop_after_three)  # fmt: skip
+        assert state.stopped and 3 <= state.done < 45
+        job = next(j for j in app.status()["jobs"] if j["kind"] == "fetch")
+        assert job["state"] == "interrupted"
+        first = set(_page_requests(site))
+        site.clear()
+        rest = app.sites.prefetch("claude")
+        assert not rest.stopped and rest.done == 45 - state.done
+        assert not set(_page_requests(site)) & first  # nothing fetched twice
+    finally:
+        app.close()
+
+
+def test_robots_txt_disallow_and_crawl_delay_are_honoured(tmp_path: Path, claude: tuple[DocsSite, str]) -> None:
+    site, llms_txt = claude
+    site.write("robots.txt", "User-agent: *\nDisallow: /en/api/\nCrawl-delay: 0.3\n")
+    app = Citedocs(_settings(tmp_path, site_fetch_concurrency=8))
+    try:
+        app.sites.add("claude", llms_txt)
+        site.clear()
+        started = time.monotonic()
+        state = app.sites.prefetch("claude", 4)
+        elapsed = time.monotonic() - started
+        fetched = _page_requests(site)
+        assert all(not p.startswith("/en/api/") for p in fetched)
+        assert state.skipped > 0 and state.done == len(fetched) and state.delay_s == 0.3
+        assert elapsed >= 0.3 * (len(fetched) - 1)  # one at a time, 0.3 s apart
+    finally:
+        app.close()
+
+
+def test_pages_to_fetch_skips_stored_pages_and_fetches_a_page_once_for_its_fragments() -> None:
+    links = [DocLink("A", "https://d/a"), DocLink("A2", "https://d/a#x"), DocLink("B", "https://d/b#y"),
+             DocLink("C", "https://d/c")]  # fmt: skip
+    assert pages_to_fetch(links, {"https://d/c"}, None) == ["https://d/a", "https://d/b"]
+    assert pages_to_fetch(links, set(), 1) == ["https://d/a"]
+
+
+def test_mcp_add_doc_source_can_prefetch_in_the_background(tmp_path: Path, claude: tuple[DocsSite, str]) -> None:
+    _, llms_txt = claude
+    app = Citedocs(_settings(tmp_path))
+
+    async def main() -> None:
+        async with Client(build_server(app)) as client:
+            result = await client.call_tool("add_doc_source", {"name": "claude", "llms_txt_url": llms_txt,
+                                                               "fetch_pages": 6})  # fmt: skip
+            assert not result.is_error and "background" in result.structured_content["prefetch"]
+            for _ in range(200):
+                status = await client.call_tool("index_status", {})
+                text = str(status.structured_content)
+                if "'fetch'" in text and "'done'" in text:
+                    break
+                await anyio.sleep(0.05)
+            hits = await client.call_tool("search", {"query": "ticket routing evaluation", "mode": "keyword"})
+            assert not hits.is_error
+
+    try:
+        anyio.run(main)
+        assert app.sites.list()[0].pages_fetched == 6
+    finally:
+        app.close()
+
+
+def test_crawl_delay_reads_decimals_and_prefers_citedocs_own_group() -> None:
+    from citedocs.sites.prefetch import crawl_delay
+
+    assert crawl_delay("User-agent: *\nCrawl-delay: 2.5 # be nice\n") == 2.5
+    assert crawl_delay("User-agent: *\nCrawl-delay: 5\n\nUser-agent: citedocs\nCrawl-delay: 1\n") == 1.0
+    assert crawl_delay("User-agent: googlebot\nCrawl-delay: 9\n") == 0.0
+    assert crawl_delay("User-agent: *\nCrawl-delay: soon\n") == 0.0
+    assert crawl_delay("User-agent: a\nUser-agent: *\nDisallow: /x\nCrawl-delay: 3\n") == 3.0
