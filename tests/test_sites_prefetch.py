@@ -60,7 +60,9 @@ def test_add_site_fetch_n_then_refresh_fetch_all_resumes_and_a_rerun_fetches_not
     assert "fetched 40 of 40 pages" in cli("refresh", "claude", "--fetch", "all").stdout
     site.clear()
     assert "fetched 0 of 0 pages" in cli("refresh", "claude", "--fetch", "all").stdout
-    assert all(r.status == 304 for r in site.requests if r.path.startswith("/en/"))  # revalidated, not fetched
+    assert all(
+        r.status == 304 for r in site.requests if r.path.startswith("/en/")
+    )  # revalidated, not fetched
     app = Citedocs(_settings(tmp_path))
     try:
         assert app.store.counts()["links"] == 0 and app.sites.list()[0].pages_fetched == 45
@@ -97,7 +99,9 @@ def test_a_stopped_prefetch_resumes_where_it_stopped(tmp_path: Path, claude: tup
         app.close()
 
 
-def test_robots_txt_disallow_and_crawl_delay_are_honoured(tmp_path: Path, claude: tuple[DocsSite, str]) -> None:
+def test_robots_txt_disallow_and_crawl_delay_are_honoured(
+    tmp_path: Path, claude: tuple[DocsSite, str]
+) -> None:
     site, llms_txt = claude
     site.write("robots.txt", "User-agent: *\nDisallow: /en/api/\nCrawl-delay: 0.3\n")
     app = Citedocs(_settings(tmp_path, site_fetch_concurrency=8))
@@ -122,7 +126,9 @@ def test_pages_to_fetch_skips_stored_pages_and_fetches_a_page_once_for_its_fragm
     assert pages_to_fetch(links, set(), 1) == ["https://d/a"]
 
 
-def test_mcp_add_doc_source_can_prefetch_in_the_background(tmp_path: Path, claude: tuple[DocsSite, str]) -> None:
+def test_mcp_add_doc_source_can_prefetch_in_the_background(
+    tmp_path: Path, claude: tuple[DocsSite, str]
+) -> None:
     _, llms_txt = claude
     app = Citedocs(_settings(tmp_path))
 

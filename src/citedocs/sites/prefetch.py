@@ -9,11 +9,11 @@ most Settings.site_fetch_concurrency requests to one site are in flight.
 from __future__ import annotations
 
 import threading
-from contextlib import suppress
 import time
 import urllib.robotparser
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urldefrag, urlsplit
@@ -22,7 +22,7 @@ from citedocs.errors import CitedocsError
 from citedocs.sources.fetch import GuardedFetcher
 from citedocs.sources.llmstxt import DocLink
 
-__all__ = ["PrefetchProgress", "Robots", "pages_to_fetch", "prefetch", "read_robots"]
+__all__ = ["PrefetchProgress", "Robots", "crawl_delay", "pages_to_fetch", "prefetch", "read_robots"]
 
 ROBOTS_AGENT = "citedocs"
 
