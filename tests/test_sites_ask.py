@@ -132,7 +132,7 @@ def test_ask_fetches_the_unfetched_pages_it_needs_then_answers_from_them(
             names = [name for name, _ in events]
             assert names[0] == "fetching" and names[-1] == "done"
             assert names.index("sources") == 1 + len(events[0][1]["urls"])  # one `fetched` a page
-            assert f"{site.url}/{TICKETS_PAGE}" in events[0][1]["urls"] and len(events[0][1]["urls"]) <= 3
+            assert f"{site.url}/{TICKETS_PAGE}" in events[0][1]["urls"] and len(events[0][1]["urls"]) <= 5
             fetched = [data for name, data in events if name == "fetched"]
             assert all(f["ok"] and f["chunks"] > 0 for f in fetched)
             [sources] = [data["sources"] for name, data in events if name == "sources"]

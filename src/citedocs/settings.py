@@ -71,7 +71,7 @@ class Settings(BaseSettings):
     page_cache_size: int = 256
     # An answer whose best candidates are pages not fetched yet fetches at most this many first (0: never),
     # waiting at most ask_fetch_timeout_s for them (docs/sites.md, "Asking a site").
-    ask_fetch_pages: int = Field(default=3, ge=0, le=10)
+    ask_fetch_pages: int = Field(default=5, ge=0, le=10)
     ask_fetch_timeout_s: float = Field(default=15.0, gt=0)
     # Background prefetch (`add-site --fetch`): pages of one site fetched at a time, and the least delay
     # between two requests to one site (a robots.txt Crawl-delay that is longer wins).

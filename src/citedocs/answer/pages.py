@@ -2,9 +2,11 @@
 
 A documentation site's pages are listed (title, description) before anyone fetches them; a question whose
 best candidates are such links is answered from the pages themselves, fetched at the start of the answer.
-The budget is a few pages (Settings.ask_fetch_pages, default 3) within a deadline (ask_fetch_timeout_s): each
-page fetched is waiting the user sees, and the answer cites at most top_k passages anyway. A page that fails
-or misses the deadline is reported as an event; the answer goes on from what is there.
+The budget (Settings.ask_fetch_pages, default 5, as many as the passages an answer cites) is fetched side by
+side within a deadline (ask_fetch_timeout_s). On the Claude docs served as a site, 5 pages put a right page
+in the sources of 43 of 60 questions against 38 with 3 and 30 with 1, at the same first-answer latency on
+loopback (bench/bench_sites_ask.py). A page that fails or misses the deadline is reported as an event; the
+answer goes on from what is there.
 """
 
 from __future__ import annotations
