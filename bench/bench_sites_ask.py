@@ -28,16 +28,15 @@ from _env import SHARED_DATA, median, pct, print_header
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from fakes.claude_site import claude_cases, write_claude_site  # noqa: E402
-from fakes.docs_site import serve_docs  # noqa: E402
-from fakes.openai_server import FakeOpenAI, Reply  # noqa: E402
-
-from citedocs.index.ingest import ingest  # noqa: E402
-from citedocs.llm.client import LLMClient  # noqa: E402
-from citedocs.parsers.markdown import parse_markdown  # noqa: E402
-from citedocs.service import Citedocs  # noqa: E402
-from citedocs.settings import Settings  # noqa: E402
-from citedocs.store import DocumentRecord, SQLiteStore  # noqa: E402
+from citedocs.index.ingest import ingest
+from citedocs.llm.client import LLMClient
+from citedocs.parsers.markdown import parse_markdown
+from citedocs.service import Citedocs
+from citedocs.settings import Settings
+from citedocs.store import DocumentRecord, SQLiteStore
+from fakes.claude_site import claude_cases, write_claude_site
+from fakes.docs_site import serve_docs
+from fakes.openai_server import FakeOpenAI, Reply
 
 
 async def ask(app: Citedocs, question: str, llm: LLMClient) -> tuple[dict[str, Any], list[str]]:
@@ -71,7 +70,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=20)
     parser.add_argument("--mode", default="keyword", choices=["keyword", "hybrid"])
-    parser.add_argument("--budget", type=int, default=Settings().ask_fetch_pages, help="pages an answer may fetch")
+    parser.add_argument(
+        "--budget", type=int, default=Settings().ask_fetch_pages, help="pages an answer may fetch"
+    )
     args = parser.parse_args()
     print_header(f"bench_sites_ask: first and second ask on an unfetched llms.txt site ({args.mode}, "
                  f"budget {args.budget} pages)")  # fmt: skip
@@ -112,8 +113,10 @@ def main() -> None:
                     app.close()
     print(f"{len(rows)} questions; pages fetched per first ask: median {median([r['pages'] for r in rows]):g}, "
           f"max {max(r['pages'] for r in rows):g} (budget: {args.budget})")  # fmt: skip
-    print(f"second asks that fetched more pages (links that rose into the top k): "
-          f"{sum(r['second_pages'] > 0 for r in rows)}/{len(rows)}")
+    print(
+        f"second asks that fetched more pages (links that rose into the top k): "
+        f"{sum(r['second_pages'] > 0 for r in rows)}/{len(rows)}"
+    )
     print(f"answers whose sources hold a right page after fetching: {right_after_fetch}/{len(rows)}\n")
     print("| stage | P50 ms | P95 ms |")
     print("|---|---|---|")
