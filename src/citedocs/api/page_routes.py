@@ -117,10 +117,8 @@ async def status(request: Request, library: Library) -> dict[str, Any]:
     data = await anyio.to_thread.run_sync(library.status)
     db_bytes = None
     if not library.settings.db.startswith(("postgresql://", "postgres://")):
-        try:
-            db_bytes = library.settings.db_path.stat().st_size
-        except OSError:
-            db_bytes = None
+        db = library.settings.db_path
+        db_bytes = sum(f.stat().st_size for f in (db, db.with_name(db.name + "-wal")) if f.exists())
     stats = state.answers.stats.snapshot()
     problem = writes_problem(library.settings)
     return {
