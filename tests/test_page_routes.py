@@ -37,7 +37,9 @@ def write_docs(folder: Path) -> Path:
 
 
 @contextlib.contextmanager
-def serving(tmp_path: Path, index: bool = True, llm: LLMClient | None = None, **options: Any) -> Iterator[str]:
+def serving(
+    tmp_path: Path, index: bool = True, llm: LLMClient | None = None, **options: Any
+) -> Iterator[str]:
     settings = Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", **options)
     library = Citedocs(settings)
     if index:
@@ -83,7 +85,9 @@ def test_add_a_folder_from_the_page_indexes_it_in_the_background(tmp_path: Path)
         jobs = wait_idle(url)
         index_jobs = [j for j in jobs["jobs"] if j["kind"] == "index"]
         assert index_jobs[0]["state"] == "done" and index_jobs[0]["done"] == 30
-        hits = httpx.post(url + "/search", json={"query": "zebra grazes", "source": str(extra)}).json()["hits"]
+        hits = httpx.post(url + "/search", json={"query": "zebra grazes", "source": str(extra)}).json()[
+            "hits"
+        ]
         assert hits and all(h["path"].startswith(str(extra.resolve())) for h in hits)
         again = httpx.post(url + "/sources", json={"path": str(extra)})  # idempotent, like the CLI
         assert again.status_code == 202
@@ -130,10 +134,16 @@ def test_writes_take_json_only(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("options", "writable"),
-    [({"read_only": True}, False), ({"host": "0.0.0.0"}, False), ({"host": "0.0.0.0", "read_only": False}, True),
-     ({"host": "::1"}, True)],  # fmt: skip
+    [
+        ({"read_only": True}, False),
+        ({"host": "0.0.0.0"}, False),
+        ({"host": "0.0.0.0", "read_only": False}, True),
+        ({"host": "::1"}, True),
+    ],
 )
-def test_read_only_servers_refuse_every_write(tmp_path: Path, options: dict[str, Any], writable: bool) -> None:
+def test_read_only_servers_refuse_every_write(
+    tmp_path: Path, options: dict[str, Any], writable: bool
+) -> None:
     with serving(tmp_path, **options) as url:
         listed = httpx.get(url + "/sources").json()
         assert listed["writable"] is writable

@@ -153,8 +153,15 @@ async def ask(
         if prepared.gate.allowed and (problem := state.model.unavailable()) is not None:
             prepared.trace.finish(error="model unavailable")
             status, message, hint = problem
-            raise ApiError(status, "model_unavailable", message, hint, headers={"Retry-After": "5"},
-                           sources=prepared.sources, note=prepared.note)  # the page still shows them
+            raise ApiError(
+                status,
+                "model_unavailable",
+                message,
+                hint,
+                headers={"Retry-After": "5"},
+                sources=prepared.sources,
+                note=prepared.note,
+            )  # the page still shows them
         events = state.answers.generate(prepared)
         if stream:
             response = AnswerEventStream(events, state.slots.release)

@@ -142,7 +142,9 @@ def _with_failures(library: Citedocs) -> list[dict[str, Any]]:
     out = []
     for info in status["sources"]:
         prefix = info["uri"].rstrip("/") + "/"
-        failures = [f for f in status["failures"] if info["kind"] == "folder" and f["path"].startswith(prefix)]
+        failures = [
+            f for f in status["failures"] if info["kind"] == "folder" and f["path"].startswith(prefix)
+        ]
         out.append({**info, "failures": failures})
     return out
 

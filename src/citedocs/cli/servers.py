@@ -28,7 +28,9 @@ def serve(
     ] = None,
     read_only: Annotated[
         bool,
-        typer.Option("--read-only", help="MCP without registry-changing tools; the page cannot change sources."),
+        typer.Option(
+            "--read-only", help="MCP without registry-changing tools; the page cannot change sources."
+        ),
     ] = False,
     db: DbOption = None,
 ) -> None:

@@ -322,10 +322,14 @@ class Store(ABC):
 
     def format_counts(self) -> dict[str, int]:
         """Indexed documents per format (markdown, pdf, ...): the file types a search can be limited to."""
-        rows = self._conn().execute(
-            "SELECT format, COUNT(*) AS n FROM documents WHERE status = 'indexed' AND format IS NOT NULL "
-            "GROUP BY format ORDER BY format"
-        ).fetchall()
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT format, COUNT(*) AS n FROM documents WHERE status = 'indexed' AND format IS NOT NULL "
+                "GROUP BY format ORDER BY format"
+            )
+            .fetchall()
+        )
         return {str(r["format"]): int(r["n"]) for r in rows}
 
     # -- chunks -----------------------------------------------------------------------------------

@@ -112,6 +112,7 @@ initAsk();
 initSources((body) => setFilters(body.sources, body.file_types));
 refreshStatus();
 loadSources().then(() => {
+  performance.mark("citedocs:ready"); // filters filled: the page is usable
   if ($("search-q").value.trim()) search();
 });
 pollJobs(false);
