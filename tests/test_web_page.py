@@ -112,6 +112,8 @@ def write_docs(folder: Path) -> Path:
         encoding="utf-8",
     )
     (folder / "notes.txt").write_text("Ports\n\nThe metrics port is 9464.\n", encoding="utf-8")
+    hostile = "# <b>Hostile</b> heading\n\nThe zanzibar ferry <script>window.pwned = 1</script> docks.\n"
+    (folder / "<img src=x onerror=window.pwned=2>.md").write_text(hostile, encoding="utf-8")
     return folder
 
 
@@ -159,6 +161,13 @@ def test_search_with_no_model_as_you_type_with_mode_and_filters(browser: Any, tm
         screenshot(page, tmp_path, "search")
         page.fill("#search-q", "zzzqqqnothing")
         page.wait_for_function("document.querySelector('#search-note').textContent.startsWith('No passage')")
+        page.fill("#search-q", "zanzibar ferry")  # documents and file names are data, never markup
+        page.wait_for_selector("#results[data-query='zanzibar ferry'] .hit")
+        page.click("#results .hit-open")
+        page.wait_for_selector("#reader-text .ln.hl")
+        assert "<script>" in page.inner_text("#reader-text") and "<img" in page.inner_text("#results")
+        assert page.evaluate("window.pwned === undefined && !document.querySelector('main img, main script')")
+        page.keyboard.press("Escape")
         page.set_viewport_size(NARROW)
         page.fill("#search-q", "port")
         page.wait_for_selector("#results .hit")
