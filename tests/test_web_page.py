@@ -334,3 +334,75 @@ def test_without_a_model_the_page_says_so_once_and_still_shows_the_sources(
         assert page.inner_text("#notice") == ""  # said once, above; not again per question
         assert "No answer is written without a model" in page.inner_text("#answer")
         screenshot(page, tmp_path, "no-model")
+
+
+def scripted_page_server(events: list[tuple[str, dict[str, Any]]], gap_s: float) -> Any:
+    """A stand-in server at the process boundary: the page's own files, and an /ask that streams `events`
+    (as the answer service will once the `evidence` event lands, issue 19) with `gap_s` between them."""
+    import json
+
+    from starlette.applications import Starlette
+    from starlette.responses import FileResponse, JSONResponse, StreamingResponse
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+
+    from citedocs.api.app import STATIC_DIR
+
+    status = {"version": "test", "writable": False, "read_only_reason": "scripted.", "sources": 0, "active": False,
+              "embedder": {"name": None, "state": "disabled", "vectors": 0, "chunks": 0},
+              "llm": {"configured": True, "state": "external", "model": "scripted", "reachable": True},
+              "totals": {"indexed": 0, "failed": 0, "chunks": 0}, "db_bytes": 0, "jobs": [],
+              "stats": {"answered": 0, "refusals": 0, "errors": 0, "timings_ms": {}, "in_flight": 0,
+                        "max_concurrent": 1, "tokens": {"prompt_total": 0, "completion_total": 0}}}  # fmt: skip
+
+    async def stream() -> Any:
+        for event, data in events:
+            yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+            await asyncio.sleep(gap_s)
+
+    routes = [
+        Route("/", lambda request: FileResponse(STATIC_DIR / "index.html")),
+        Route("/status", lambda request: JSONResponse(status)),
+        Route(
+            "/sources",
+            lambda request: JSONResponse(
+                {"sources": [], "file_types": {}, "writable": False, "read_only_reason": "scripted."}
+            ),
+        ),
+        Route(
+            "/jobs", lambda request: JSONResponse({"active": False, "jobs": [], "embedder": {}, "totals": {}})
+        ),
+        Route(
+            "/ask",
+            lambda request: StreamingResponse(stream(), media_type="text/event-stream"),
+            methods=["POST"],
+        ),
+        Mount("/static", StaticFiles(directory=STATIC_DIR)),
+    ]
+    return Starlette(routes=routes)
+
+
+def test_the_evidence_event_is_shown_before_the_first_token(browser: Any, tmp_path: Path) -> None:
+    source = {"n": 1, "path": "/docs/install.md", "source": "/docs", "heading": "Install", "page": None,
+              "line_start": 3, "line_end": 5, "chunk_id": "c1", "score": 1.0, "text": "It listens on port 8765."}  # fmt: skip
+    evidence = {"note": "Best sentences in the passages:",
+                "sentences": [{"text": "It listens on port 8765.", "n": 1, "path": "/docs/install.md",
+                               "line_start": 4, "line_end": 4}]}  # fmt: skip
+    done = {"answer": "Port 8765 [1].", "raw_answer": "Port 8765 [1].", "citations": [1], "invalid_citations": [],
+            "refused": False, "refused_before_model": False, "truncated": False, "model": "scripted",
+            "timings": {"ttft_ms": 5.0, "total_ms": 9.0}, "supported_fraction": 1.0, "repaired": 0,
+            "sentences": [{"sentence": "Port 8765 [1].", "cited": [1], "supported_by": [1], "support": 1.0,
+                           "repaired": False, "supported": True, "checked": True, "start": 0, "end": 14,
+                           "kind": "text"}]}  # fmt: skip
+    events = [("sources", {"sources": [source], "note": None}), ("evidence", evidence),
+              ("token", {"text": "Port 8765 [1]."}), ("done", done)]  # fmt: skip
+    with live_server(scripted_page_server(events, gap_s=0.6)) as url, new_page(browser, url) as page:
+        page.click("#tab-ask")
+        page.fill("#question", QUESTION)
+        page.click("#ask")
+        page.wait_for_selector("#evidence:not([hidden]) li")
+        assert page.inner_text("#answer") == ""  # shown before the first token
+        assert "It listens on port 8765." in page.inner_text("#evidence")
+        assert page.locator("#evidence .cite").inner_text() == "1"
+        page.wait_for_selector("#answer:not(.streaming) .sent.ok")
+        assert page.locator("#evidence").is_visible()
