@@ -121,6 +121,14 @@ def test_keyword_filters_by_source_and_format(store: Store) -> None:
     ] == ["/a/x.md"]
 
 
+def test_format_counts_name_the_indexed_file_types(store: Store) -> None:
+    a = store.add_source("folder", "/a", "/a")
+    store.replace_document(a.id, _doc("/a/x.md"), [_chunk(1, "one")])
+    store.replace_document(a.id, _doc("/a/z.md", sha="z"), [_chunk(3, "three")])
+    store.replace_document(a.id, DocumentRecord("/a/y.pdf", "y.pdf", "pdf", 1, 1, "s", "failed"), [])
+    assert store.format_counts() == {"markdown": 2}  # a failed file is no type to filter by
+
+
 def test_vectors_are_stored_counted_searched_and_cleared(store: Store) -> None:
     src = store.add_source("folder", "/f", "/f")
     store.replace_document(src.id, _doc("/f/a.md"), [_chunk(n, f"text {n}") for n in range(6)])

@@ -1,18 +1,32 @@
-"""The web page in headless Chromium (Debian's, driven by Playwright) against the API on a real socket."""
+"""The web page in headless Chromium (Debian's, driven by Playwright) against the API on a real socket.
+
+Each state the page must show is a test, and each saves a screenshot into tmp_path (and into the folder
+named by CITEDOCS_SCREENSHOTS, e.g. docs/img, when it is set where pytest started).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import shutil
+import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from citedocs.api import create_app
 from citedocs.llm.client import LLMClient
+from citedocs.llm.llama import free_port
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
-from fakes.live_server import live_server
+from conftest import OUTER_ENV, REPO
+from fakes.embeddings_server import FakeEmbeddings
+from fakes.live_server import live_process, live_server
 from fakes.openai_server import FakeOpenAI, Reply
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -27,60 +41,368 @@ TOKENS = [
     " and starts with ",
     "`citedocs serve` [2].",
 ]
+UNSUPPORTED = ["The server listens on port 8765 by default [1]. ", "It also opens port 9999 for ",
+               "the admin console [2]."]  # fmt: skip
+OFF_TOPIC = "What is a good lasagna recipe with spinach?"
+CORRUPT_PDF = b"%PDF-1.7\n1 0 obj << /Type /Catalog >> this is not a PDF body\n"
+WIDE = {"width": 1280, "height": 800}
+NARROW = {"width": 390, "height": 800}
 
 
-def make_library(tmp_path: Path) -> Citedocs:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "install.md").write_text(
-        "# Installation\n\n## Linux\n\nInstall citedocs with `pipx install citedocs`. The server listens on "
-        "port 8765 by default.\n",
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="needs the playwright package (pip install -e '.[dev]')"
+    )
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"needs Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@contextlib.contextmanager
+def new_page(browser: Any, url: str, viewport: dict[str, int] = WIDE) -> Iterator[Any]:
+    context = browser.new_context(viewport=viewport)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(url + "/")
+    try:
+        yield page
+    finally:
+        context.close()
+    assert not errors, errors  # no uncaught script error in any state
+
+
+def close(llm: LLMClient) -> None:
+    """Close the client in a thread of its own: Playwright's sync API holds this thread's event loop."""
+    thread = threading.Thread(target=lambda: asyncio.run(llm.aclose()))
+    thread.start()
+    thread.join(10)
+
+
+def screenshot(page: Any, tmp_path: Path, name: str) -> Path:
+    shot = tmp_path / f"web-{name}.png"
+    page.screenshot(path=str(shot))
+    target = OUTER_ENV.get("CITEDOCS_SCREENSHOTS")
+    if target:
+        folder = Path(target) if Path(target).is_absolute() else REPO / target
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, folder / shot.name)
+    assert shot.stat().st_size > 5_000
+    return shot
+
+
+def write_docs(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    filler = [
+        f"Paragraph {i}: the daemon writes its log lines to journal number {i} and rotates them weekly."
+        for i in range(150)
+    ]  # several chunks, so a passage has lines around it
+    (folder / "install.md").write_text(
+        "# Installation\n\n## Linux\n\n" + "\n".join(filler[:60]) + "\n\nInstall citedocs with `pipx install "
+        "citedocs`. The server listens on port 8765 by default.\n\n" + "\n".join(filler[60:]) + "\n",
         encoding="utf-8",
     )
-    (docs / "serve.md").write_text(
+    (folder / "serve.md").write_text(
         "# Serving\n\n## Start\n\nStart the server with `citedocs serve`. It listens on 127.0.0.1.\n",
         encoding="utf-8",
     )
-    library = Citedocs(Settings(db=str(tmp_path / "index.sqlite3"), embedder="none"))
-    library.add_folder(docs)
+    (folder / "notes.txt").write_text("Ports\n\nThe metrics port is 9464.\n", encoding="utf-8")
+    hostile = "# <b>Hostile</b> heading\n\nThe zanzibar ferry <script>window.pwned = 1</script> docks.\n"
+    (folder / "<img src=x onerror=window.pwned=2>.md").write_text(hostile, encoding="utf-8")
+    return folder
+
+
+def make_library(tmp_path: Path, **options: Any) -> Citedocs:
+    library = Citedocs(Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", **options))
+    library.add_folder(write_docs(tmp_path / "docs"))
     library.index()
     return library
 
 
-def test_ask_watch_the_stream_and_open_a_citation(tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright package")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"needs Chromium at {CHROMIUM} (apt-get install -y chromium)")
-    library = make_library(tmp_path)
+@contextlib.contextmanager
+def page_server(tmp_path: Path, llm: LLMClient | None = None, **options: Any) -> Iterator[str]:
+    library = make_library(tmp_path, **options)
+    try:
+        with live_server(create_app(library.settings, library, llm)) as url:
+            yield url
+    finally:
+        library.close()
+
+
+def test_search_with_no_model_as_you_type_with_mode_and_filters(browser: Any, tmp_path: Path) -> None:
+    with page_server(tmp_path) as url, new_page(browser, url) as page:
+        page.click("#tab-sources")
+        page.keyboard.press("/")  # back to search, its box focused, from anywhere
+        page.keyboard.type("listens port", delay=30)
+        page.wait_for_selector("#results[data-query='listens port'] .hit")
+        install = page.locator("#results .hit", has_text="install.md").first
+        where = install.locator(".where").inner_text()
+        assert "Installation > Linux" in where and "lines " in where
+        assert install.locator(".snippet mark").count() >= 1  # the matched words are highlighted
+        assert "semantic search is off" in page.inner_text("#search-note")  # says why it is keyword
+        page.select_option("#search-mode", "keyword")
+        page.wait_for_function(
+            "document.querySelector('#search-note').textContent.includes('keyword ranking')"
+        )
+        assert page.locator("#search-type option[value=text]").count() == 1
+        page.select_option("#search-type", "text")
+        page.wait_for_function(
+            "[...document.querySelectorAll('#results .hit-open')].every(b => b.textContent.startsWith('notes.txt'))"
+        )
+        assert page.locator("#results .hit").count() == 1
+        page.select_option("#search-type", "")
+        page.fill("#search-q", "port")
+        page.wait_for_selector("#results[data-query='port'] .hit")
+        screenshot(page, tmp_path, "search")
+        page.fill("#search-q", "zzzqqqnothing")
+        page.wait_for_function("document.querySelector('#search-note').textContent.startsWith('No passage')")
+        page.fill("#search-q", "zanzibar ferry")  # documents and file names are data, never markup
+        page.wait_for_selector("#results[data-query='zanzibar ferry'] .hit")
+        page.click("#results .hit-open")
+        page.wait_for_selector("#reader-text .ln.hl")
+        assert "<script>" in page.inner_text("#reader-text") and "<img" in page.inner_text("#results")
+        assert page.evaluate("window.pwned === undefined && !document.querySelector('main img, main script')")
+        page.keyboard.press("Escape")
+        page.set_viewport_size(NARROW)
+        page.fill("#search-q", "port")
+        page.wait_for_selector("#results .hit")
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+
+
+def test_open_a_hit_in_its_context_with_the_keyboard_and_copy_its_reference(
+    browser: Any, tmp_path: Path
+) -> None:
+    with page_server(tmp_path) as url, new_page(browser, url) as page:
+        page.fill("#search-q", "pipx install")
+        page.wait_for_selector("#results .hit")
+        page.focus("#search-q")
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#reader:not([hidden]) #reader-text .ln.hl")
+        path = str((tmp_path / "docs" / "install.md").resolve())
+        assert page.inner_text("#reader-file") == path
+        highlighted = page.locator("#reader-text .ln.hl").all_inner_texts()
+        assert any("pipx install" in line for line in highlighted)
+        numbers = [
+            int(n) for n in page.locator("#reader-text .ln").evaluate_all("ls => ls.map(l => l.dataset.n)")
+        ]
+        assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+        assert len(numbers) > len(highlighted)  # lines around the passage, read from the file
+        before = len(numbers)
+        page.click("#reader-after")
+        page.wait_for_function(f"document.querySelectorAll('#reader-text .ln').length > {before}")
+        page.click("#reader-copy")
+        page.wait_for_function("document.querySelector('#reader-copy').textContent === 'Copied'")
+        copied = page.evaluate("navigator.clipboard.readText()")
+        start, end = page.locator("#reader-text .ln.hl").evaluate_all(
+            "ls => [ls[0].dataset.n, ls.at(-1).dataset.n]"
+        )
+        assert copied == f"{path}:{start}-{end}" or copied == f"{path}:{start}"
+        screenshot(page, tmp_path, "reader")
+        page.keyboard.press("Escape")
+        page.wait_for_selector("#reader", state="hidden")
+
+
+@pytest.mark.slow
+def test_add_a_folder_watch_its_progress_and_see_why_a_file_failed(browser: Any, tmp_path: Path) -> None:
+    """The real `citedocs serve` process; embedding through a slowed fake endpoint, so progress is visible."""
+    folder = tmp_path / "handbook"
+    folder.mkdir()
+    for i in range(24):
+        (folder / f"chapter{i:02}.md").write_text(
+            f"# Chapter {i}\n\nThe quokka number {i} hops.\n", encoding="utf-8"
+        )
+    (folder / "scanned.pdf").write_bytes(CORRUPT_PDF)
+    with FakeEmbeddings(delay_s=0.25).running() as embeddings:
+        env = {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.sqlite3"), "CITEDOCS_EMBEDDER": "http",
+               "CITEDOCS_EMBED_BASE_URL": embeddings.base_url, "CITEDOCS_EMBED_MODEL": "fake",
+               "CITEDOCS_EMBED_BATCH": "2", "PYTHONPATH": os.pathsep.join(sys.path)}  # fmt: skip
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        command = [sys.executable, "-m", "citedocs", "serve", "--port", str(port)]
+        with live_process(command, env, tmp_path / "serve.log", url), new_page(browser, url) as page:
+            page.click("#tab-sources")
+            page.wait_for_selector("#source-cards .empty")
+            page.fill("#folder-path", str(folder))
+            page.keyboard.press("Enter")
+            page.wait_for_selector("#jobs-bar:not([hidden]) .job[data-kind=embed][data-state=running]")
+            progress = page.locator("#jobs-bar .job[data-kind=embed] progress")
+            assert 0 <= int(progress.get_attribute("value") or 0) < int(progress.get_attribute("max") or 0)
+            screenshot(page, tmp_path, "progress")
+            page.wait_for_selector("#jobs-bar", state="hidden", timeout=60_000)
+            card = page.locator(f"#source-cards .source-card[data-name='{folder.resolve()}']")
+            card.locator(".badge", has_text="ready").wait_for()
+            assert "24 docs" in card.inner_text() and "1 failed" in card.inner_text()
+            card.locator("summary").click()
+            reason = card.locator(".failures li").first
+            assert "scanned.pdf" in reason.inner_text() and reason.locator(".reason").inner_text().strip()
+            screenshot(page, tmp_path, "failed")
+            page.click("#tab-search")
+            page.fill("#search-q", "quokka hops")
+            page.wait_for_selector("#results .hit")
+        assert embeddings.calls >= 12
+
+
+def test_a_read_only_server_shows_sources_without_changing_them(browser: Any, tmp_path: Path) -> None:
+    with page_server(tmp_path, read_only=True) as url, new_page(browser, url) as page:
+        page.click("#tab-sources")
+        page.wait_for_selector("#readonly-note:not([hidden])")
+        assert "read-only" in page.inner_text("#readonly-note")
+        assert page.locator("#add-folder button").is_disabled()
+        assert page.locator("#source-cards .source-card").count() == 1
+        assert page.locator("#source-cards button", has_text="Remove").count() == 0
+
+
+def test_ask_with_the_scripted_model_streams_and_a_citation_shows_its_passage(
+    browser: Any, tmp_path: Path
+) -> None:
     with FakeOpenAI([Reply(tokens=TOKENS, delay_s=0.15)]) as fake:
-        llm = LLMClient(fake.base_url, "fake")
-        with live_server(create_app(library.settings, library, llm)) as url, sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-            page = browser.new_page(viewport={"width": 1200, "height": 800})
-            page.goto(url + "/")
+        llm = LLMClient(fake.base_url, "scripted")
+        with page_server(tmp_path, llm=llm) as url, new_page(browser, url) as page:
+            page.click("#tab-ask")
+            page.wait_for_function("document.querySelector('#pill').title.includes('scripted')")
+            assert page.locator("#no-model").is_hidden()
             page.fill("#question", QUESTION)
-            page.click("#ask")
+            page.keyboard.press("Enter")
             page.wait_for_selector("#answer.streaming")
-            # the page showed the answer while it streamed (the class is set only between sources and done)
             page.wait_for_function("document.querySelector('#answer').textContent.includes('listens on')")
-            page.wait_for_selector("#answer:not(.streaming)")
+            page.wait_for_selector("#answer:not(.streaming) .sent.ok")
             assert "port 8765" in page.inner_text("#answer")
-            assert page.locator("#source-list li").count() >= 1
-            citation = page.locator("#answer button.cite").first
+            assert page.locator("#answer .sent.unsupported").count() == 0
+            citation = page.locator("#answer .sent.ok button.cite").first
             number = citation.inner_text()
+            citation.hover()
+            page.wait_for_selector("#cite-pop:not([hidden])")
+            assert page.inner_text("#cite-pop").startswith(f"[{number}]")
+            screenshot(page, tmp_path, "ask")
             citation.click()
             page.wait_for_selector("#passage:not([hidden])")
-            passage_file = page.inner_text("#passage-file")
-            assert passage_file.startswith(f"[{number}]") and passage_file.endswith(".md")
+            assert page.inner_text("#passage-file").startswith(f"[{number}]")
             assert "lines" in page.inner_text("#passage-loc") and ">" in page.inner_text("#passage-loc")
-            assert "port 8765" in page.inner_text("#passage-text") or "citedocs serve" in page.inner_text(
-                "#passage-text"
-            )
-            assert "first token" in page.inner_text("#meta")
-            shot = tmp_path / "citedocs-page.png"
-            page.screenshot(path=str(shot), full_page=True)
-            browser.close()
-        asyncio.run(llm.aclose())
-    library.close()
-    print(f"screenshot: {shot}")
-    assert shot.stat().st_size > 10_000
+            assert "model " in page.inner_text("#meta") and "first token" in page.inner_text("#meta")
+            page.click("#passage-open")
+            page.wait_for_selector("#sources #reader:not([hidden]) .ln.hl")
+            page.fill("#question", OFF_TOPIC)
+            page.click("#ask")
+            page.wait_for_function("document.querySelector('#notice').textContent.includes('Refused')")
+            assert "can't answer" in page.inner_text("#answer")
+        close(llm)
+    chats = [r for r in fake.requests if r.path.endswith("/chat/completions")]
+    assert len(chats) == 1  # the off-topic question never reached the model
+
+
+def test_an_unsupported_sentence_is_marked(browser: Any, tmp_path: Path) -> None:
+    with FakeOpenAI([Reply(tokens=UNSUPPORTED, delay_s=0.05)]) as fake:
+        llm = LLMClient(fake.base_url, "scripted")
+        with page_server(tmp_path, llm=llm) as url, new_page(browser, url) as page:
+            page.click("#tab-ask")
+            page.fill("#question", QUESTION)
+            page.click("#ask")
+            page.wait_for_selector("#answer:not(.streaming) .sent.unsupported")
+            bad = page.locator("#answer .sent.unsupported")
+            assert bad.count() == 1 and "9999" in bad.inner_text()
+            assert bad.locator(".badge", has_text="unverified").count() == 1
+            assert "port 8765" in page.locator("#answer .sent.ok").first.inner_text()
+            assert "1 sentence is not supported" in page.inner_text("#notice")
+            assert page.locator("#legend").is_visible()
+            screenshot(page, tmp_path, "unsupported")
+        close(llm)
+
+
+def test_without_a_model_the_page_says_so_once_and_still_shows_the_sources(
+    browser: Any, tmp_path: Path
+) -> None:
+    with page_server(tmp_path) as url, new_page(browser, url) as page:
+        page.click("#tab-ask")
+        page.wait_for_selector("#no-model:not([hidden])")
+        message = page.inner_text("#no-model")
+        assert "No language model is configured" in message and "CITEDOCS_LLM_BASE_URL" in message
+        link = page.locator("#no-model a")
+        assert link.get_attribute("href") == "/help/models"
+        assert httpx.get(url + "/help/models").status_code == 200
+        for _ in range(2):
+            page.fill("#question", QUESTION)
+            page.click("#ask")
+            page.wait_for_selector("#source-list li button")
+            page.wait_for_selector("#ask:not([disabled])")
+        assert page.locator("#source-list li button").first.inner_text().startswith("[1]install.md")
+        assert page.inner_text("#notice") == ""  # said once, above; not again per question
+        assert "No answer is written without a model" in page.inner_text("#answer")
+        screenshot(page, tmp_path, "no-model")
+
+
+def scripted_page_server(events: list[tuple[str, dict[str, Any]]], gap_s: float) -> Any:
+    """A stand-in server at the process boundary: the page's own files, and an /ask that streams `events`
+    (as the answer service will once the `evidence` event lands, issue 19) with `gap_s` between them."""
+    import json
+
+    from starlette.applications import Starlette
+    from starlette.responses import FileResponse, JSONResponse, StreamingResponse
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+
+    from citedocs.api.app import STATIC_DIR
+
+    status = {"version": "test", "writable": False, "read_only_reason": "scripted.", "sources": 0, "active": False,
+              "embedder": {"name": None, "state": "disabled", "vectors": 0, "chunks": 0},
+              "llm": {"configured": True, "state": "external", "model": "scripted", "reachable": True},
+              "totals": {"indexed": 0, "failed": 0, "chunks": 0}, "db_bytes": 0, "jobs": [],
+              "stats": {"answered": 0, "refusals": 0, "errors": 0, "timings_ms": {}, "in_flight": 0,
+                        "max_concurrent": 1, "tokens": {"prompt_total": 0, "completion_total": 0}}}  # fmt: skip
+
+    async def stream() -> Any:
+        for event, data in events:
+            yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+            await asyncio.sleep(gap_s)
+
+    routes = [
+        Route("/", lambda request: FileResponse(STATIC_DIR / "index.html")),
+        Route("/status", lambda request: JSONResponse(status)),
+        Route(
+            "/sources",
+            lambda request: JSONResponse(
+                {"sources": [], "file_types": {}, "writable": False, "read_only_reason": "scripted."}
+            ),
+        ),
+        Route(
+            "/jobs", lambda request: JSONResponse({"active": False, "jobs": [], "embedder": {}, "totals": {}})
+        ),
+        Route(
+            "/ask",
+            lambda request: StreamingResponse(stream(), media_type="text/event-stream"),
+            methods=["POST"],
+        ),
+        Mount("/static", StaticFiles(directory=STATIC_DIR)),
+    ]
+    return Starlette(routes=routes)
+
+
+def test_the_evidence_event_is_shown_before_the_first_token(browser: Any, tmp_path: Path) -> None:
+    source = {"n": 1, "path": "/docs/install.md", "source": "/docs", "heading": "Install", "page": None,
+              "line_start": 3, "line_end": 5, "chunk_id": "c1", "score": 1.0, "text": "It listens on port 8765."}  # fmt: skip
+    evidence = {"note": "Best sentences in the passages:",
+                "sentences": [{"text": "It listens on port 8765.", "n": 1, "path": "/docs/install.md",
+                               "line_start": 4, "line_end": 4}]}  # fmt: skip
+    done = {"answer": "Port 8765 [1].", "raw_answer": "Port 8765 [1].", "citations": [1], "invalid_citations": [],
+            "refused": False, "refused_before_model": False, "truncated": False, "model": "scripted",
+            "timings": {"ttft_ms": 5.0, "total_ms": 9.0}, "supported_fraction": 1.0, "repaired": 0,
+            "sentences": [{"sentence": "Port 8765 [1].", "cited": [1], "supported_by": [1], "support": 1.0,
+                           "repaired": False, "supported": True, "checked": True, "start": 0, "end": 14,
+                           "kind": "text"}]}  # fmt: skip
+    events = [("sources", {"sources": [source], "note": None}), ("evidence", evidence),
+              ("token", {"text": "Port 8765 [1]."}), ("done", done)]  # fmt: skip
+    with live_server(scripted_page_server(events, gap_s=0.6)) as url, new_page(browser, url) as page:
+        page.click("#tab-ask")
+        page.fill("#question", QUESTION)
+        page.click("#ask")
+        page.wait_for_selector("#evidence:not([hidden]) li")
+        assert page.inner_text("#answer") == ""  # shown before the first token
+        assert "It listens on port 8765." in page.inner_text("#evidence")
+        assert page.locator("#evidence .cite").inner_text() == "1"
+        page.wait_for_selector("#answer:not(.streaming) .sent.ok")
+        assert page.locator("#evidence").is_visible()

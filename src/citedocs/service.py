@@ -319,6 +319,10 @@ class Citedocs:
             "failures": [{"path": p, "reason": r} for p, r in self.store.failed_documents()],
         }
 
+    def file_types(self) -> dict[str, int]:
+        """Indexed documents per format: the values `search(file_type=...)` accepts that match something."""
+        return self.store.format_counts()
+
     # -- search -----------------------------------------------------------------------------------
     def search(
         self,

@@ -119,6 +119,9 @@ class Settings(BaseSettings):
     http_header_timeout_s: float = 10.0
     http_body_timeout_s: float = 20.0
     http_max_connections: int = 256
+    # whether the web page and its routes may add, remove and reindex sources: unset (the default) allows it
+    # only when the server is bound to a loopback address; `serve --read-only` sets it true
+    read_only: bool | None = None
 
     @field_validator("allowed_private_hosts", "extra_ignore_dirs", "mcp_allowed_hosts", mode="before")
     @classmethod

@@ -28,6 +28,10 @@ from citedocs.answer.service import MAX_QUESTION_CHARS, AnswerFailed, PreparedAn
 from citedocs.api.errors import ApiError, api_error, install_error_handlers
 from citedocs.api.guard import HostGuard, allowed_hosts, allowed_origins
 from citedocs.api.limits import MAX_BODY_BYTES, AnswerSlots, BodyLimitMiddleware, error_envelope
+from citedocs.api.page_routes import READ_HINT, LlmProbe
+from citedocs.api.page_routes import router as page_router
+from citedocs.api.sources import SOURCE_HINTS, BackgroundJobs
+from citedocs.api.sources import router as sources_router
 from citedocs.api.streaming import AnswerEventStream, ClientGone, run_until_disconnect
 from citedocs.errors import CitedocsError, InputError, NotFoundError
 from citedocs.llm.client import ChatModel
@@ -149,7 +153,15 @@ async def ask(
         if prepared.gate.allowed and (problem := state.model.unavailable()) is not None:
             prepared.trace.finish(error="model unavailable")
             status, message, hint = problem
-            raise ApiError(status, "model_unavailable", message, hint, headers={"Retry-After": "5"})
+            raise ApiError(
+                status,
+                "model_unavailable",
+                message,
+                hint,
+                headers={"Retry-After": "5"},
+                sources=prepared.sources,
+                note=prepared.note,
+            )  # the page still shows them
         events = state.answers.generate(prepared)
         if stream:
             response = AnswerEventStream(events, state.slots.release)
@@ -242,11 +254,15 @@ def create_app(
 
     api = FastAPI(title="citedocs", version=__version__, lifespan=lifespan, docs_url="/docs", redoc_url=None)
     api.state.citedocs = state
+    api.state.page_jobs = BackgroundJobs()
+    api.state.llm_probe = LlmProbe()
     api.include_router(router)
+    api.include_router(sources_router)
+    api.include_router(page_router)
     api.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for path, sub in mounts.items():
         api.mount(path, sub)
-    install_error_handlers(api, VALIDATION_HINTS)
+    install_error_handlers(api, {**VALIDATION_HINTS, **SOURCE_HINTS, "/read": READ_HINT})
     api.add_middleware(BodyLimitMiddleware, limit=MAX_BODY_BYTES, exempt=tuple(mounts))
     api.add_middleware(BareMountPaths, paths=tuple(mounts))
     hosts = list(hosts) if hosts is not None else allowed_hosts(settings.mcp_allowed_hosts)

@@ -27,7 +27,10 @@ def serve(
         int | None, typer.Option("--port", help="Port (default 8765; 0 picks a free one).")
     ] = None,
     read_only: Annotated[
-        bool, typer.Option("--read-only", help="MCP without registry-changing tools.")
+        bool,
+        typer.Option(
+            "--read-only", help="MCP without registry-changing tools; the page cannot change sources."
+        ),
     ] = False,
     db: DbOption = None,
 ) -> None:
@@ -48,6 +51,8 @@ def serve(
     settings = settings_for(db)
     settings = settings.model_copy(update={"host": host or settings.host,
                                            "port": settings.port if port is None else port})  # fmt: skip
+    if read_only:
+        settings = settings.model_copy(update={"read_only": True})
     try:
         sock = bind(settings.host, settings.port)
     except CitedocsError as exc:  # one line, whatever the terminal's width

@@ -324,6 +324,18 @@ class Store(ABC):
         keys = ("documents", "indexed", "failed", "empty", "chunks", "links")
         return {key: int(row[key] or 0) for key in keys}
 
+    def format_counts(self) -> dict[str, int]:
+        """Indexed documents per format (markdown, pdf, ...): the file types a search can be limited to."""
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT format, COUNT(*) AS n FROM documents WHERE status = 'indexed' AND format IS NOT NULL "
+                "GROUP BY format ORDER BY format"
+            )
+            .fetchall()
+        )
+        return {str(r["format"]): int(r["n"]) for r in rows}
+
     # -- chunks -----------------------------------------------------------------------------------
     def chunks_by_rowid(self, rowids: Sequence[int]) -> dict[int, StoredChunk]:
         if not rowids:

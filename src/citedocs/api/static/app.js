@@ -1,219 +1,118 @@
-// citedocs web page: POST /ask, read the server-sent events with fetch + ReadableStream, render citations.
-"use strict";
+// citedocs web page: tabs, the status panel and pill, and the wiring of search, ask and sources.
+// Plain ES modules, no build step, no external assets.
+import { $, api, bytes, el } from "./dom.js";
+import { initAsk, setModel } from "./ask.js";
+import { initSearch, search, setFilters } from "./search.js";
+import { initSources, loadSources, pollJobs } from "./sources.js";
 
-const $ = (id) => document.getElementById(id);
-const CITATION = /\[(\d{1,3}(?:\s*[,-]\s*\d{1,3})*)\]/g;
-let sources = [];
-let controller = null;
+const TABS = ["search", "ask", "sources", "status"];
+const STATUS_MS = 5000;
 
-function fileName(path) {
-  const parts = String(path).replace(/\/+$/, "").split("/");
-  return parts[parts.length - 1] || path;
-}
-
-function whereText(source) {
-  const bits = [];
-  if (source.heading) bits.push(source.heading);
-  if (source.page !== null && source.page !== undefined) bits.push("page " + source.page);
-  else if (source.line_end) bits.push("lines " + source.line_start + "–" + source.line_end);
-  return bits.join(" · ");
-}
-
-function numbersOf(inner) {
-  const out = [];
-  for (const part of inner.split(",")) {
-    const [a, b] = part.split("-").map((x) => parseInt(x, 10));
-    if (Number.isNaN(a)) continue;
-    if (!Number.isNaN(b) && b >= a && b - a <= 50) for (let n = a; n <= b; n++) out.push(n);
-    else out.push(a);
+function select(name, focus = true) {
+  for (const tab of TABS) {
+    const on = tab === name;
+    $("tab-" + tab).setAttribute("aria-selected", String(on));
+    $("tab-" + tab).tabIndex = on ? 0 : -1;
+    $("panel-" + tab).hidden = !on;
   }
-  return out;
+  if (focus) $("tab-" + name).focus();
+  if (name === "search") $("search-q").focus();
+  if (name === "ask") $("question").focus();
+  if (location.hash !== "#" + name) history.replaceState(null, "", "#" + name);
 }
 
-// Text with [n] markers turned into buttons; built with DOM nodes, never innerHTML.
-function renderAnswer(text, invalid) {
-  const box = $("answer");
-  box.replaceChildren();
-  box.classList.remove("empty");
-  let last = 0;
-  for (const match of text.matchAll(CITATION)) {
-    box.append(document.createTextNode(text.slice(last, match.index)));
-    for (const n of numbersOf(match[1])) {
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "cite";
-      button.textContent = n;
-      button.dataset.n = n;
-      if (n < 1 || n > sources.length || (invalid && invalid.includes(n))) {
-        button.classList.add("invalid");
-        button.title = "Source [" + n + "] does not exist: the model invented this citation.";
-      } else {
-        button.title = fileName(sources[n - 1].path) + " — " + whereText(sources[n - 1]);
-        button.addEventListener("click", () => showPassage(n));
-      }
-      box.append(button);
+function initTabs() {
+  for (const tab of TABS) $("tab-" + tab).addEventListener("click", () => select(tab, false));
+  $("pill").addEventListener("click", () => select("status", false));
+  document.querySelector(".tabs").addEventListener("keydown", (event) => {
+    const at = TABS.findIndex((t) => $("tab-" + t) === document.activeElement);
+    if (at < 0) return;
+    if (event.key === "ArrowRight") select(TABS[(at + 1) % TABS.length]);
+    if (event.key === "ArrowLeft") select(TABS[(at + TABS.length - 1) % TABS.length]);
+  });
+  document.addEventListener("keydown", (event) => {
+    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
+    if (event.key === "/" && !typing) {
+      event.preventDefault();
+      select("search", false);
     }
-    last = match.index + match[0].length;
-  }
-  box.append(document.createTextNode(text.slice(last)));
+  });
+  const wanted = location.hash.slice(1);
+  select(TABS.includes(wanted) ? wanted : "search", false);
 }
 
-function renderSources() {
-  const list = $("source-list");
-  list.replaceChildren();
-  if (!sources.length) {
-    const li = document.createElement("li");
-    li.className = "empty";
-    li.textContent = "No passage matched.";
-    list.append(li);
-    return;
-  }
-  for (const source of sources) {
-    const li = document.createElement("li");
-    li.dataset.n = source.n;
-    const button = document.createElement("button");
-    button.type = "button";
-    const num = document.createElement("span");
-    num.className = "num";
-    num.textContent = "[" + source.n + "]";
-    const where = document.createElement("span");
-    where.className = "where";
-    where.textContent = whereText(source);
-    button.append(num, document.createTextNode(fileName(source.path)), where);
-    button.addEventListener("click", () => showPassage(source.n));
-    li.append(button);
-    list.append(li);
-  }
+function row(term, value) {
+  return [el("dt", {}, term), el("dd", {}, value)];
 }
 
-function showPassage(n) {
-  const source = sources[n - 1];
-  if (!source) return;
-  $("passage").hidden = false;
-  $("passage-file").textContent = "[" + n + "] " + source.path;
-  $("passage-loc").textContent = whereText(source) + (source.source ? " · from " + source.source : "");
-  $("passage-text").textContent = source.text;
-  for (const el of document.querySelectorAll(".cite, #source-list li")) {
-    el.classList.toggle("active", Number(el.dataset.n) === n);
-  }
-  $("passage").scrollIntoView({ block: "nearest", behavior: "smooth" });
+function llmText(llm) {
+  if (!llm.configured) return "none configured (answers off; search works)";
+  const reach = llm.reachable === true ? "reachable" : llm.reachable === false ? "not reachable" : llm.state;
+  return (llm.model || "model") + " — " + reach + (llm.error ? " (" + llm.error + ")" : "");
 }
 
-function notice(text, kind) {
-  const box = $("notice");
-  box.className = "note" + (kind ? " " + kind : "");
-  box.textContent = text || "";
+function embedderText(e) {
+  if (!e.name && e.state === "disabled") return "none (keyword search only)";
+  return (e.name || "auto") + " — " + e.state.replace("not_loaded", "not loaded yet");
 }
 
-function describeDone(done) {
-  const t = done.timings || {};
-  const bits = [];
-  if (t.ttft_ms !== null && t.ttft_ms !== undefined) bits.push("first token " + Math.round(t.ttft_ms) + " ms");
-  if (t.total_ms !== undefined) bits.push("total " + Math.round(t.total_ms) + " ms");
-  if (done.usage && done.usage.completion_tokens) bits.push(done.usage.completion_tokens + " tokens");
-  if (done.citations && done.citations.length) bits.push("cites " + done.citations.map((n) => "[" + n + "]").join(""));
-  if (done.supported_fraction !== undefined && !done.refused) {
-    bits.push(Math.round(done.supported_fraction * 100) + "% of sentences supported");
-  }
-  return bits.join(" · ");
+function ms(timing) {
+  if (!timing || timing.p50 === null || timing.p50 === undefined) return "—";
+  return Math.round(timing.p50) + " / " + Math.round(timing.p95) + " ms";
 }
 
-function handle(event, data, state) {
-  if (event === "sources") {
-    sources = data.sources || [];
-    renderSources();
-  } else if (event === "token") {
-    state.text += data.text;
-    renderAnswer(state.text);
-  } else if (event === "done") {
-    state.finished = true;
-    renderAnswer(data.answer, data.invalid_citations);
-    $("meta").textContent = describeDone(data);
-    const notes = [];
-    if (data.refused) notes.push(data.refusal_reason || "The sources do not contain the answer.");
-    if (data.invalid_citations && data.invalid_citations.length) {
-      notes.push("Removed citations to sources that do not exist: " +
-                 data.invalid_citations.map((n) => "[" + n + "]").join(" ") + ".");
-    }
-    if (data.truncated) notes.push("The answer was cut at the token limit.");
-    notice(notes.join(" "), notes.length ? "warn" : "");
-  } else if (event === "error") {
-    state.finished = true;
-    notice(data.message + (data.hint ? " " + data.hint : ""), "bad");
-  }
+function renderStatus(s) {
+  $("version").textContent = "v" + s.version;
+  const t = s.totals, e = s.embedder, st = s.stats, timings = st.timings_ms || {};
+  $("status-grid").replaceChildren(
+    el("div", { class: "card", id: "status-models" }, el("h2", {}, "Models"), el("dl", {},
+      ...row("embedder", embedderText(e)),
+      ...row("vectors", e.vectors + " / " + e.chunks + " chunks"),
+      ...row("LLM", llmText(s.llm)),
+      s.llm.base_url ? row("endpoint", s.llm.base_url) : [])),
+    el("div", { class: "card", id: "status-index" }, el("h2", {}, "Index"), el("dl", {},
+      ...row("sources", String(s.sources)),
+      ...row("documents", t.indexed + " indexed · " + t.failed + " failed"),
+      ...row("chunks", String(t.chunks)),
+      ...row("size", bytes(s.db_bytes)),
+      ...row("changes", s.writable ? "allowed from this page" : s.read_only_reason))),
+    el("div", { class: "card", id: "status-stats" }, el("h2", {}, "Answers (GET /stats)"), el("dl", {},
+      ...row("answers", st.answered + " answered · " + st.refusals + " refused · " + st.errors + " failed"),
+      ...row("first token P50/P95", ms(timings.ttft_ms)),
+      ...row("total P50/P95", ms(timings.total_ms)),
+      ...row("retrieval P50/P95", ms(timings.retrieval_ms)),
+      ...row("in flight", st.in_flight + " of " + st.max_concurrent),
+      ...row("tokens", st.tokens.prompt_total + " prompt · " + st.tokens.completion_total + " completion"))),
+    el("div", { class: "card" }, el("h2", {}, "About"), el("dl", {},
+      ...row("version", "citedocs " + s.version),
+      ...row("API", el("a", { href: "/docs" }, "/docs")),
+      ...row("MCP", "/mcp (when started by citedocs serve)"))));
+  const dot = (kind) => el("span", { class: "dot " + kind });
+  const embedKind = e.state === "ready" ? "ok" : e.state === "loading" ? "busy" : e.state.startsWith("failed") ? "bad" : "off";
+  const llmKind = !s.llm.configured ? "off" : s.llm.reachable === false ? "bad" : s.llm.reachable ? "ok" : "busy";
+  $("pill").replaceChildren(dot(embedKind), "embedder ", dot(llmKind), "LLM",
+    s.active ? el("span", { class: "badge warn" }, " indexing") : "");
+  $("pill").title = "embedder: " + embedderText(e) + "; LLM: " + llmText(s.llm);
+  setModel(s.llm);
 }
 
-async function readEvents(response, state) {
-  const reader = response.body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
-    let cut;
-    while ((cut = buffer.indexOf("\n\n")) >= 0) {
-      const block = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      let event = "message";
-      const data = [];
-      for (const line of block.split("\n")) {
-        if (line.startsWith("event:")) event = line.slice(6).trim();
-        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
-      }
-      if (data.length) handle(event, JSON.parse(data.join("\n")), state);
-    }
-  }
-}
-
-async function ask(question) {
-  controller = new AbortController();
-  const state = { text: "", finished: false };
-  $("ask").disabled = true;
-  $("stop").disabled = false;
-  $("answer").classList.add("streaming");
-  $("answer").textContent = "";
-  $("meta").textContent = "";
-  $("passage").hidden = true;
-  notice("");
+async function refreshStatus() {
   try {
-    const response = await fetch("/ask", {
-      method: "POST",
-      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify({ question }),
-      signal: controller.signal,
-    });
-    if (!response.ok) {
-      let message = "The server answered HTTP " + response.status + ".";
-      try {
-        const body = await response.json();
-        if (body.error) message = body.error.message + " " + (body.error.hint || "");
-      } catch (_) { /* not JSON */ }
-      notice(message, "bad");
-      return;
-    }
-    await readEvents(response, state);
-    if (!state.finished) notice("The connection closed before the answer finished. Try again.", "bad");
+    renderStatus(await api("/status"));
   } catch (err) {
-    if (err.name === "AbortError") notice("Stopped.", "warn");
-    else notice("Could not reach the server: " + err.message + ". Check that `citedocs serve` is running.", "bad");
-  } finally {
-    $("answer").classList.remove("streaming");
-    $("ask").disabled = false;
-    $("stop").disabled = true;
-    controller = null;
+    $("pill").replaceChildren(el("span", { class: "dot bad" }), "server unreachable");
+    $("pill").title = err.text || String(err);
   }
+  setTimeout(refreshStatus, STATUS_MS);
 }
 
-$("form").addEventListener("submit", (event) => {
-  event.preventDefault();
-  const question = $("question").value.trim();
-  if (question && !controller) ask(question);
+initTabs();
+initSearch();
+initAsk();
+initSources((body) => setFilters(body.sources, body.file_types));
+refreshStatus();
+loadSources().then(() => {
+  performance.mark("citedocs:ready"); // filters filled: the page is usable
+  if ($("search-q").value.trim()) search();
 });
-$("question").addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && !event.shiftKey) {
-    event.preventDefault();
-    $("form").requestSubmit();
-  }
-});
-$("stop").addEventListener("click", () => controller && controller.abort());
+pollJobs(false);
