@@ -233,3 +233,28 @@ def test_every_new_route_refuses_a_foreign_host_and_origin(tmp_path: Path) -> No
             cross = httpx.request(method, url + path, headers={"Origin": "http://evil.example"}, json={})
             assert cross.status_code == 403, (path, cross.text)
         assert httpx.get(url + "/sources").json()["sources"] == []
+
+
+def test_post_sites_registers_a_site_searchable_at_once_and_can_prefetch(tmp_path: Path) -> None:
+    from conftest import shared
+    from fakes.claude_site import write_claude_site
+    from fakes.docs_site import serve_docs
+
+    data = shared("claude-docs-qa")
+    with serve_docs(tmp_path / "www") as site, serving(tmp_path, allowed_private_hosts=["127.0.0.1"]) as url:
+        llms_txt, _ = write_claude_site(site, data)
+        added = httpx.post(url + "/sites", json={"name": "claude", "url": llms_txt, "fetch_pages": 3})
+        assert added.status_code == 201 and added.json()["prefetch"] is True
+        hits = httpx.post(url + "/search", json={"query": "ticket routing", "mode": "keyword"}).json()["hits"]
+        assert any(h["kind"] == "link" and h["heading"] == "Ticket Routing" for h in hits) or any(
+            h["kind"] == "passage" and "ticket-routing" in h["path"] for h in hits
+        )
+        deadline = time.monotonic() + 30
+        while len([r for r in site.requests if r.path.startswith("/en/")]) < 3:
+            assert time.monotonic() < deadline, "the prefetch did not run"
+            time.sleep(0.1)
+        wait_idle(url)
+        [claude] = [s for s in httpx.get(url + "/sources").json()["sources"] if s["name"] == "claude"]
+        assert claude["kind"] == "site"
+        bad = httpx.post(url + "/sites", json={"name": "x", "url": llms_txt, "fetch_pages": -2})
+        assert bad.status_code == 422

@@ -406,3 +406,28 @@ def test_the_evidence_event_is_shown_before_the_first_token(browser: Any, tmp_pa
         assert page.locator("#evidence .cite").inner_text() == "1"
         page.wait_for_selector("#answer:not(.streaming) .sent.ok")
         assert page.locator("#evidence").is_visible()
+
+
+def test_a_site_page_not_fetched_yet_is_shown_as_such(browser: Any, tmp_path: Path) -> None:
+    """Sites in the unified search: a link hit shows its title, URL, 'not fetched', and no context reader."""
+    from fakes.docs_site import serve_docs
+
+    with serve_docs(tmp_path / "www") as site:
+        llms = site.write("llms.txt", "# Tiny\n\n- [Quokka routing](" + site.url + "/routing.md): How the "
+                          "quokka router walks a radix tree.\n")  # fmt: skip
+        library = make_library(tmp_path, allowed_private_hosts=["127.0.0.1"])
+        try:
+            library.sites.add("tiny", llms)
+            with (
+                live_server(create_app(library.settings, library, None)) as url,
+                new_page(browser, url) as page,
+            ):
+                page.fill("#search-q", "quokka radix")
+                page.wait_for_selector("#results .hit.link")
+                link = page.locator("#results .hit.link").first
+                assert "Quokka routing" in link.inner_text() and "not fetched" in link.inner_text()
+                assert link.locator("a").get_attribute("href") == f"{site.url}/routing.md"
+                assert link.locator(".snippet mark").count() >= 1
+                screenshot(page, tmp_path, "site-link")
+        finally:
+            library.close()

@@ -31,7 +31,8 @@ MAX_PATH_CHARS = 4096
 SOURCE_HINTS = {
     "/sources": 'Send JSON like {"path": "/home/me/docs"} (a folder\'s full path; optional include and '
     "exclude lists of globs).",
-    "/sites": 'Send JSON like {"name": "hono", "url": "https://hono.dev/llms.txt"}.',
+    "/sites": 'Send JSON like {"name": "hono", "url": "https://hono.dev/llms.txt", "fetch_pages": 0} '
+    "(fetch_pages: prefetch N pages in the background, -1 all).",
     "/sources/remove": 'Send JSON like {"name": "/home/me/docs"} (a folder path or site name, as listed).',
     "/sources/reindex": 'Send JSON like {"name": "/home/me/docs", "force": false}, or {} for every folder.',
 }
@@ -95,6 +96,7 @@ class AddFolder(_Body):
 class AddSite(_Body):
     name: str = Field(min_length=1, max_length=64)
     url: str = Field(min_length=1, max_length=2048)
+    fetch_pages: int = Field(default=0, ge=-1, description="Prefetch N pages in the background, -1 all.")
 
     _clean = field_validator("name", "url")(_Body._plain)
 
@@ -177,9 +179,12 @@ async def add_folder(body: AddFolder, library: Writable, jobs: Jobs) -> dict[str
 
 
 @router.post("/sites", status_code=201)
-async def add_site(body: AddSite, library: Writable) -> dict[str, Any]:
+async def add_site(body: AddSite, library: Writable, jobs: Jobs) -> dict[str, Any]:
     info = await anyio.to_thread.run_sync(lambda: library.sites.add(body.name, body.url))
-    return {"source": info.to_dict()}
+    if body.fetch_pages:
+        limit = None if body.fetch_pages < 0 else body.fetch_pages
+        jobs.add(library.prefetch_in_background(info.name, limit))
+    return {"source": info.to_dict(), "prefetch": bool(body.fetch_pages)}
 
 
 @router.post("/sources/remove")

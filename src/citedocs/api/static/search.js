@@ -97,7 +97,19 @@ function render(result, ms) {
   performance.mark("citedocs:results"); // bench/bench_web.py measures typing -> results with it
 }
 
+// A documentation page not fetched yet (kind "link"): its title and llms.txt description, and its URL.
+function linkItem(hit, i) {
+  const page = el("a", { href: hit.path, target: "_blank", rel: "noopener noreferrer", class: "hit-open" },
+    hit.heading || hit.path);
+  return el("li", { class: "hit link", dataset: { n: i } },
+    el("div", { class: "row" }, page, el("span", { class: "badge" }, "not fetched")),
+    el("div", { class: "where" }, hit.path, hit.source ? " · " + hit.source : ""),
+    el("p", { class: "snippet" }, ...snippetNodes(hit.snippet)),
+    el("p", { class: "hint" }, "Ask a question about it and the page is fetched first."));
+}
+
 function item(hit, i) {
+  if (hit.kind === "link") return linkItem(hit, i);
   const open = el("button", { type: "button", class: "hit-open", title: "Read it in context (Enter)",
     onclick: () => show(i) }, fileName(hit.path), " ", el("span", { class: "dir" }, dirName(hit.path)));
   const copy = el("button", { type: "button", class: "ghost small copy", title: "Copy " + reference(hit),
@@ -114,7 +126,7 @@ function item(hit, i) {
 
 function show(i) {
   const hit = hits[i];
-  if (!hit) return;
+  if (!hit || hit.kind === "link") return;
   for (const li of document.querySelectorAll("#results .hit")) li.classList.toggle("active", Number(li.dataset.n) === i);
   const split = $("panel-search").querySelector(".split");
   split.classList.remove("solo");
