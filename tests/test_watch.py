@@ -408,3 +408,30 @@ def test_status_without_any_server_says_how_to_get_one(tmp_path: Path, folder: P
         )
     finally:
         app.close()
+
+
+def test_the_watch_lease_is_exclusive_and_let_go_on_release(tmp_path: Path) -> None:
+    from citedocs.store import open_store
+
+    one, two = open_store(str(tmp_path / "i.sqlite3")), open_store(str(tmp_path / "i.sqlite3"))
+    lease = one.try_watch_lease(7)
+    assert lease is not None and two.try_watch_lease(7) is None and two.watch_lease_held(7)
+    assert two.try_watch_lease(8) is not None  # one lease per folder
+    lease.release()
+    assert not two.watch_lease_held(7) and two.try_watch_lease(7) is not None
+
+
+def test_the_postgres_watch_lease_is_an_advisory_lock_of_its_own_session(pg_url: str) -> None:
+    from citedocs.store import open_store
+
+    one, two = open_store(pg_url), open_store(pg_url)
+    try:
+        lease = one.try_watch_lease(3)
+        assert lease is not None and two.try_watch_lease(3) is None and two.watch_lease_held(3)
+        with two.source_lock(3):  # watching a folder does not stop a `reindex` of it
+            pass
+        lease.release()
+        assert not two.watch_lease_held(3) and two.try_watch_lease(3) is not None
+    finally:
+        one.close()
+        two.close()
