@@ -183,8 +183,10 @@ class FolderWatcher:
             FolderHandle.pin(
                 Path(self.root), (int(expected[0]), int(expected[1])) if expected else None
             ).close()
-        except CitedocsError as exc:
-            return f"{exc.message} {exc.hint}".strip() + " Watching resumes when it is back."
+        except NotFoundError as exc:  # gone or unmounted: looked for again every few seconds
+            return f"{exc.message} {exc.hint} Watching resumes when it is back."
+        except CitedocsError as exc:  # another folder now: refused until registered again
+            return f"{exc.message} {exc.hint}".strip()
         return None
 
     def _open(self) -> tuple[RustNotify, str, str | None]:
