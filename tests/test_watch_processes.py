@@ -150,3 +150,14 @@ def test_mcp_stands_by_while_serve_watches_and_takes_over_when_it_stops(tmp_path
 
     anyio.run(main)
     assert "Traceback" not in errlog.read_text(encoding="utf-8")
+
+
+def test_one_shot_commands_never_watch(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nThe heron wades.\n", encoding="utf-8")
+    env = env_for(tmp_path)
+    for args in (["add", str(docs)], ["search", "heron", "--json"], ["status", "--json"], ["reindex"]):
+        subprocess.run([sys.executable, "-m", "citedocs", *args], env=env, capture_output=True, text=True,
+                       timeout=120, check=True)  # fmt: skip
+    assert not list(tmp_path.glob("index.sqlite3.watch-*.lock"))  # nobody ever asked for the watch lease

@@ -145,8 +145,13 @@ class FolderIndexer:
             return state
         rules = self._rules(source)
         with pin_source(self.store, source) as handle:
-            found = list(scan_paths(handle, rels, **rules))
-            existing = self.store.documents_within(source.id, [str(root / rel) for rel in rels])
+            try:
+                found = list(scan_paths(handle, rels, **rules))
+            except OSError:  # a folder on the way could not be opened: the walk records why
+                return self.index(source, should_stop=should_stop)
+            files = {item.rel_path for item in found}  # a path found as itself is a file: nothing below it
+            existing = self.store.documents_within(source.id, [str(root / r) for r in rels if r in files],
+                                                   [str(root / r) for r in rels if r not in files])  # fmt: skip
             present = {str(item.path) for item in found}
             # purged first: a renamed file is never found twice, under its old and its new name
             gone = [doc.id for path, doc in existing.items() if path not in present and doc.id is not None]

@@ -148,7 +148,13 @@ class FolderWatcher:
         try:
             while not self._stop.is_set():
                 if lease is None:
-                    lease = self.store.try_watch_lease(self.source.id)
+                    try:
+                        lease = self.store.try_watch_lease(self.source.id)
+                    except OSError as exc:
+                        self._set("error", f"cannot take the watch lock beside the index ({exc.strerror}); "
+                                  "make the index's folder writable, or set CITEDOCS_WATCH=false")  # fmt: skip
+                        self._stop.wait(RETRY_S)
+                        continue
                     if lease is None:
                         self._set("standby", "another process watches this folder")
                         rescan = True
@@ -257,8 +263,11 @@ class FolderWatcher:
         except NotFoundError:
             self._stop.set()  # unregistered meanwhile: the manager forgets this watcher
             return
-        except CitedocsError as exc:  # e.g. another process is indexing it: try these paths again
-            self.state.reason = f"{exc.message} (retrying)"
+        except Exception as exc:  # e.g. another process is indexing it: try these paths again, later
+            message = exc.message if isinstance(exc, CitedocsError) else f"{type(exc).__name__}: {exc}"
+            self.state.reason = f"{message} (retrying)"
+            _log.warning("watching %s: %s", self.root, self.state.reason)
+            self._stop.wait(RETRY_S)
             if paths is None:
                 settle.overflow = True
             else:

@@ -289,14 +289,24 @@ class Store(ABC):
             self._insert_chunks(conn, doc_id, chunks)
         return doc_id
 
-    def documents_within(self, source_id: int, paths: Sequence[str]) -> dict[str, DocumentRecord]:
-        """The source's documents at these paths or below them (a folder's files), by path."""
+    def documents_within(
+        self, source_id: int, paths: Sequence[str], folders: Sequence[str] = ()
+    ) -> dict[str, DocumentRecord]:
+        """The source's documents at `paths`, and at or below `folders` (a folder's files), by path."""
         out: dict[str, DocumentRecord] = {}
         conn = self._conn()
-        for start in range(0, len(paths), 100):
-            part = paths[start : start + 100]
-            where = " OR ".join(["path = ? OR substr(path, 1, ?) = ?"] * len(part))
-            args = [value for p in part for value in (p, len(p) + 1, p + "/")]
+        exact = [*paths, *folders]
+        for start in range(0, len(exact), 500):
+            part = exact[start : start + 500]
+            rows = conn.execute(
+                f"SELECT * FROM documents WHERE source_id = ? AND path IN ({placeholders(part)})",
+                (source_id, *part),
+            ).fetchall()
+            out.update({r["path"]: _document(r) for r in rows})
+        for start in range(0, len(folders), 100):
+            chunk = folders[start : start + 100]
+            where = " OR ".join(["substr(path, 1, ?) = ?"] * len(chunk))
+            args = [value for p in chunk for value in (len(p) + 1, p + "/")]
             rows = conn.execute(
                 f"SELECT * FROM documents WHERE source_id = ? AND ({where})", (source_id, *args)
             ).fetchall()

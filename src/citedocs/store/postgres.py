@@ -12,6 +12,7 @@ source at a time is enforced with an advisory lock (`source_lock`).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -214,7 +215,7 @@ class PostgresStore(Store):
     def try_watch_lease(self, source_id: int) -> Lease | None:
         raw = self._connect()  # a session of its own, kept while the lease is held
         got = raw.execute("SELECT pg_try_advisory_lock(%s, %s)", (WATCH_NAMESPACE, source_id)).fetchone()[0]
-        lease = _SessionLease(self, raw)
+        lease = _SessionLease(self, raw, source_id)
         if not got:
             lease.release()
             return None
@@ -467,11 +468,15 @@ def _postings(chunk: ChunkRecord) -> tuple[dict[str, tuple[int, int]], int]:
 class _SessionLease:
     """An advisory lock held by its own session: closing the session (or losing it) lets go of it."""
 
-    def __init__(self, store: PostgresStore, raw: Any) -> None:
+    def __init__(self, store: PostgresStore, raw: Any, source_id: int) -> None:
         self._store = store
         self._raw: Any = raw
+        self._source_id = source_id
 
     def release(self) -> None:
         if self._raw is not None:
+            # unlocked before closing: a closed session's locks linger until its backend has exited
+            with contextlib.suppress(psycopg.Error):
+                self._raw.execute("SELECT pg_advisory_unlock(%s, %s)", (WATCH_NAMESPACE, self._source_id))
             self._store._forget(self._raw)
             self._raw = None
