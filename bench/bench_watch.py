@@ -138,8 +138,9 @@ def main() -> None:
     args = parser.parse_args()
     print_header("bench_watch: folder watcher latency, idle CPU and bursts")
     defaults = Settings(db=":memory:")
+    events = f"polling every {defaults.watch_poll_ms} ms" if args.polling else "native events (inotify)"
     print(f"settings: watch_debounce_ms={defaults.watch_debounce_ms}, watch_max_events={defaults.watch_max_events}, "
-          f"native events (inotify); keyword-only; the machine is shared with other jobs\n")  # fmt: skip
+          f"{events}; keyword-only; the machine is shared with other jobs\n")  # fmt: skip
     tmp = Path(tempfile.mkdtemp(prefix="bench-watch-"))
     try:
         root, db = tmp / "docs", tmp / "index.sqlite3"
