@@ -32,6 +32,7 @@ from citedocs.text import cjk
 if TYPE_CHECKING:
     from citedocs.answer.retriever import Retriever
     from citedocs.answer.service import AnswerEvent, AnswerService
+    from citedocs.index.watch import Rerunner, WatchManager
     from citedocs.llm.client import ChatModel
     from citedocs.sites.service import SiteService
 
@@ -92,6 +93,11 @@ class Citedocs:
         self._cancelled: set[int] = set()
         self._links_checked = False
         self._background: list[threading.Thread] = []  # prefetch jobs; they stop at their next page on close
+        # Folder watching (serve and mcp only): embedding takes a lock of its own, so the watcher's changes
+        # are indexed while a long embedding pass runs.
+        self._embed_lock = threading.Lock()
+        self._watcher: WatchManager | None = None
+        self._embed_changes: Rerunner | None = None
 
     def _embedder_choice(self) -> str | None:
         """What an "auto" embedder chose for this index (or, for an older index, what embedded it)."""
@@ -101,6 +107,10 @@ class Citedocs:
 
     def close(self) -> None:
         self._closing.set()  # background indexing and embedding stop at their next file or batch
+        if self._watcher is not None:
+            self._watcher.stop()
+        if self._embed_changes is not None:
+            self._embed_changes.join(CLOSE_WAIT_FOR_MODEL_S)
         # A process must not exit while onnxruntime loads or runs in another thread ("terminate called", exit
         # 134): wait for a model load, and for the background job to reach that stop (it resumes next time).
         if self.embedder is not None and self.embedder.state == "loading":
@@ -169,8 +179,11 @@ class Citedocs:
                 )
         with FolderHandle.pin(resolved) as handle:
             identity = list(handle.identity)
-        return self.store.add_source("folder", str(resolved), str(resolved),
-                                     {"include": list(include), "exclude": list(exclude), "identity": identity})  # fmt: skip
+        added = self.store.add_source("folder", str(resolved), str(resolved),
+                                      {"include": list(include), "exclude": list(exclude), "identity": identity})  # fmt: skip
+        if self._watcher is not None:
+            self._watcher.sync()
+        return added
 
     def folders(self) -> list[Path]:
         return [Path(s.uri) for s in self.store.list_sources("folder")]
@@ -206,6 +219,8 @@ class Citedocs:
         finally:
             with self._indexing:
                 self._cancelled.discard(source.id)
+        if self._watcher is not None:
+            self._watcher.sync()
         return source
 
     def list_sources(self, kind: str | None = None) -> list[SourceInfo]:
@@ -236,8 +251,10 @@ class Citedocs:
                 mark_analyzed(self.store)
         return reports
 
-    def _index_folder(self, indexer: FolderIndexer, source: Source, force: bool) -> IndexProgress | None:
-        """Index one folder unless it is being (or has been) removed; None then."""
+    def _index_folder(
+        self, indexer: FolderIndexer, source: Source, force: bool, paths: Sequence[str] | None = None
+    ) -> IndexProgress | None:
+        """Index one folder (or only `paths` in it) unless it is being (or has been) removed; None then."""
         with self._indexing:
             if source.id in self._cancelled:
                 return None
@@ -248,6 +265,8 @@ class Citedocs:
             self._active_source = source.id
         try:
             stop = lambda: self._closing.is_set() or source.id in self._cancelled  # noqa: E731
+            if paths is not None:
+                return indexer.index_paths(source, paths, should_stop=stop)
             return indexer.index(source, force=force, should_stop=stop)
         finally:
             with self._indexing:
@@ -260,9 +279,10 @@ class Citedocs:
         """Vectors for every chunk that lacks one (after indexing); None when keyword-only."""
         if self.embedder is None:
             return None
-        with self._index_lock:
+        with self._embed_lock:
             if force:
-                self.store.clear_vectors()
+                with self._index_lock:
+                    self.store.clear_vectors()
                 if isinstance(self.embedder.inner, AutoEmbedder):  # re-embedding everything: choose again
                     self.store.set_meta(CHOICE_KEY, "")
                     self.embedder.inner.reset()
@@ -293,6 +313,36 @@ class Citedocs:
         thread.start()
         return thread
 
+    # -- watching (serve and mcp) --------------------------------------------------------------------
+    def start_watching(self, *, catch_up: bool = True) -> None:
+        """Keep the registered folders current while a server runs (CITEDOCS_WATCH; index/watch.py); with
+        `catch_up`, each folder is first rescanned for what changed while no server ran (`serve` indexes at
+        start anyway). One-shot commands never call it."""
+        from citedocs.index.watch import Rerunner, WatchManager
+
+        if self._watcher is None:
+            if self._embed_changes is None:
+                self._embed_changes = Rerunner(self.embed, "citedocs-embed-changes", self._closing)
+            self._watcher = WatchManager(self.store, self.settings, self._apply_changes, catch_up=catch_up)
+        self._watcher.start()
+
+    def watch_status(self) -> list[dict[str, Any]]:
+        """Each folder's watcher: state (watching, polling, standby, error, off), reason, last change."""
+        from citedocs.index.watch import watch_status
+
+        watcher = self._watcher
+        return watch_status(self.store, watcher.states() if watcher else None,
+                            disabled=watcher is not None and not self.settings.watch)  # fmt: skip
+
+    def _apply_changes(self, source_id: int, paths: Sequence[str] | None) -> IndexProgress | None:
+        """What the watcher saw change (or the whole folder, for None), indexed incrementally; then embedded."""
+        with self._index_lock, self.store.source_lock(source_id):
+            source = self.store.source_by_id(source_id)  # NotFoundError once removed: the watcher stops
+            report = self._index_folder(FolderIndexer(self.store, self.settings), source, False, paths)
+        if report is not None and report.indexed and self._embed_changes is not None and self.embedder:
+            self._embed_changes.kick()
+        return report
+
     # -- status -----------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         jobs = []
@@ -317,6 +367,7 @@ class Citedocs:
             "sources": [s.to_dict() for s in self.list_sources()],
             "jobs": jobs,
             "failures": [{"path": p, "reason": r} for p, r in self.store.failed_documents()],
+            "watch": self.watch_status(),
         }
 
     def file_types(self) -> dict[str, int]:
@@ -435,22 +486,15 @@ class Citedocs:
         return thread
 
     def _embed_soon(self) -> None:
-        """Embed what lacks vectors in the background, unless a pass is running (it picks new chunks up)."""
+        """Embed what lacks vectors in the background (once more if a pass is already running)."""
         if self.embedder is None or self._closing.is_set():
             return
+        from citedocs.index.watch import Rerunner
+
         with self._indexing:
-            thread = self._embed_thread
-            if thread is not None and thread.is_alive():
-                return
-
-            def work() -> None:
-                try:
-                    self.embed()
-                except Exception as exc:
-                    _log.warning("background embedding stopped: %s", exc)
-
-            self._embed_thread = threading.Thread(target=work, daemon=True, name="citedocs-embedder")
-            self._embed_thread.start()
+            if self._embed_changes is None:
+                self._embed_changes = Rerunner(self.embed, "citedocs-embed-changes", self._closing)
+        self._embed_changes.kick()
 
     # -- reading ----------------------------------------------------------------------------------
     def _pin(self, folder: Path) -> FolderHandle:

@@ -123,6 +123,17 @@ class Settings(BaseSettings):
     # only when the server is bound to a loopback address; `serve --read-only` sets it true
     read_only: bool | None = None
 
+    # folder watching while `serve` or `mcp` runs (index/watch.py, docs/watching.md): a changed file is
+    # indexed once its size and mtime have held still for watch_debounce_ms; a batch of more than
+    # watch_max_events changed paths rescans the folder instead (stat walk, changed files re-read);
+    # watch_polling "auto" polls (every watch_poll_ms) network and FUSE mounts and where native events
+    # cannot start, "on" always polls, "off" never does
+    watch: bool = True
+    watch_debounce_ms: int = Field(default=300, ge=10, le=60_000)
+    watch_max_events: int = Field(default=2000, ge=1)
+    watch_polling: Literal["auto", "on", "off"] = "auto"
+    watch_poll_ms: int = Field(default=1000, ge=50)
+
     @field_validator("allowed_private_hosts", "extra_ignore_dirs", "mcp_allowed_hosts", mode="before")
     @classmethod
     def _split_csv(cls, value: Any) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -198,6 +199,23 @@ def status(db: DbOption = None, as_json: JsonOption = False) -> None:
             )
         for f in data["failures"][:20]:
             out.print(f"  [yellow]failed[/yellow] {f['path']}: {f['reason']}")
+        for watched in data.get("watch", []):
+            out.print(escape(_watch_line(watched)), soft_wrap=True)
+
+
+def _watch_line(w: dict[str, Any]) -> str:
+    """One folder's watcher: its state, why, who watches it, and the last change it applied."""
+    line = f"watch {w['path']}: {w['state']}"
+    if w["state"] in ("watching", "polling", "standby") and not w.get("here") and w.get("pid"):
+        line += f" (by pid {w['pid']} on {w.get('host') or 'this machine'})"
+    if w.get("reason"):
+        line += f" - {w['reason']}"
+    last = w.get("last_change")
+    if last:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["time"]))
+        what = "rescan" if last.get("rescan") else f"{last['paths']} path{'s' if last['paths'] != 1 else ''}"
+        line += f"; last change {when}: {what}, {last['indexed']} indexed, {last['removed']} removed"
+    return line
 
 
 def _embedder_line(embedder: dict[str, Any]) -> str:

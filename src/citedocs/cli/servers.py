@@ -63,6 +63,7 @@ def serve(
     try:
         for path in folder or []:
             run(partial(library.add_folder, path))
+        library.start_watching(catch_up=not settings.index_on_start)  # first: no change is missed meanwhile
         if settings.index_on_start:
             library.index_in_background()
         library.start_model()

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from citedocs.errors import CitedocsError, ParseError
 from citedocs.index.ingest import ingest
 from citedocs.parsers import SUPPORTED_EXTENSIONS, format_for, parse_bytes
 from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle
-from citedocs.sources.folders import DEFAULT_IGNORED_DIRS, FoundFile, walk_folder
+from citedocs.sources.folders import DEFAULT_IGNORED_DIRS, FoundFile, scan_paths, walk_folder
 from citedocs.store import DocumentRecord, Source, Store
 
 
@@ -100,17 +101,7 @@ class FolderIndexer:
         should_stop: Callable[[], bool] | None,
     ) -> None:
         max_bytes = int(self.settings.max_file_mb * 1_048_576)
-        ignored = DEFAULT_IGNORED_DIRS | frozenset(self.settings.extra_ignore_dirs)
-        found = list(
-            walk_folder(
-                handle,
-                include=source.options.get("include", []),
-                exclude=source.options.get("exclude", []),
-                ignored_dirs=ignored,
-                max_bytes=max_bytes,
-                supported=SUPPORTED_EXTENSIONS,
-            )
-        )
+        found = list(walk_folder(handle, **self._rules(source)))
         existing = self.store.documents(source.id)
         state.total = len(found)
         self.store.update_job(job, total=state.total)
@@ -128,6 +119,55 @@ class FolderIndexer:
         present = {str(item.path) for item in found}
         gone = [doc.id for path, doc in existing.items() if path not in present and doc.id is not None]
         state.removed = self.store.delete_documents(gone)
+
+    def _rules(self, source: Source) -> dict[str, Any]:
+        """Which files count: the walk and the watcher's rescans of changed paths use the same rules."""
+        return {
+            "include": source.options.get("include", []),
+            "exclude": source.options.get("exclude", []),
+            "ignored_dirs": DEFAULT_IGNORED_DIRS | frozenset(self.settings.extra_ignore_dirs),
+            "max_bytes": int(self.settings.max_file_mb * 1_048_576),
+            "supported": SUPPORTED_EXTENSIONS,
+        }
+
+    def index_paths(
+        self, source: Source, paths: Sequence[str], *, should_stop: Callable[[], bool] | None = None
+    ) -> IndexProgress:
+        """Only what is at `paths` (absolute; files, or folders with everything below them): what changed is
+        re-read, what is gone or no longer counts is purged, the rest of the folder is not looked at. No job
+        is recorded (the watcher calls this on every save); a path outside the folder is ignored."""
+        started = time.perf_counter()
+        state = IndexProgress(source=source.name)
+        root = Path(source.uri)
+        rels = sorted({Path(p).relative_to(root).as_posix() for p in paths if Path(p).is_relative_to(root)})
+        rels = [r for r in rels if r != "."]
+        if not rels:
+            return state
+        rules = self._rules(source)
+        with pin_source(self.store, source) as handle:
+            try:
+                found = list(scan_paths(handle, rels, **rules))
+            except OSError:  # a folder on the way could not be opened: the walk records why
+                return self.index(source, should_stop=should_stop)
+            files = {item.rel_path for item in found}  # a path found as itself is a file: nothing below it
+            existing = self.store.documents_within(source.id, [str(root / r) for r in rels if r in files],
+                                                   [str(root / r) for r in rels if r not in files])  # fmt: skip
+            present = {str(item.path) for item in found}
+            # purged first: a renamed file is never found twice, under its old and its new name
+            gone = [doc.id for path, doc in existing.items() if path not in present and doc.id is not None]
+            state.removed = self.store.delete_documents(gone)
+            state.total = len(found)
+            for item in found:
+                if should_stop is not None and should_stop():
+                    state.cancelled = True
+                    break
+                state.current = item.rel_path
+                self._index_file(handle, source, item, existing.get(str(item.path)), False,
+                                 rules["max_bytes"], state)  # fmt: skip
+                state.done += 1
+        state.current = None
+        state.seconds = time.perf_counter() - started
+        return state
 
     def _index_file(
         self,

@@ -133,6 +133,11 @@ class StatusOut(BaseModel):
     folders: list[FolderOut]
     failures: list[dict[str, str]] = Field(description="Files that failed to index, with the reason.")
     note: str | None = None
+    watch: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Each folder's watcher (state watching, polling, standby, error or off, with the reason) "
+        "and the last change it applied (time, paths, indexed, removed): edits show up in search by themselves.",
+    )
 
 
 def folder_out(info: Any) -> FolderOut:

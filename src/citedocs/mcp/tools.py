@@ -272,7 +272,8 @@ class _FolderTools:
         return StatusOut(totals=status["totals"], embedder=status.get("embedder"),
                          indexing=IndexingOut(active=active, jobs=jobs),
                          folders=[folder_out(i) for i in self.app.list_sources("folder")],
-                         failures=failures[:MAX_FAILURES_SHOWN], note=note)  # fmt: skip
+                         failures=failures[:MAX_FAILURES_SHOWN], note=note,
+                         watch=status.get("watch", []))  # fmt: skip
 
 
 _FETCH_PAGES = (

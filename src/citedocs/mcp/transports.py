@@ -71,10 +71,14 @@ def http_app(
     )
 
 
-def _start_model(app: Citedocs) -> None:
+def _start_background(app: Citedocs) -> None:
+    """The embedding model loads, and the folder watchers start, in the background."""
     start = getattr(app, "start_model", None)
     if start is not None:
         start()
+    watch = getattr(app, "start_watching", None)  # registered folders stay current while it serves
+    if watch is not None:
+        watch()
 
 
 def run_stdio(settings: Settings, read_only: bool = False) -> None:
@@ -87,7 +91,7 @@ def run_stdio(settings: Settings, read_only: bool = False) -> None:
 
     app = Citedocs(settings)
     try:
-        _start_model(app)
+        _start_background(app)
         server = build_server(app, read_only=read_only)
         anyio.run(serve_stdio, server)
     finally:
@@ -112,7 +116,7 @@ def run_http(
     bound_port = int(sock.getsockname()[1])
     app = Citedocs(settings)
     try:
-        _start_model(app)
+        _start_background(app)
         extra = list(allowed_hosts) or settings.mcp_allowed_hosts
         asgi = http_app(app, read_only, port=bound_port, host=host, allowed_hosts=extra)
         shown = f"[{host}]" if ":" in host else host

@@ -7,8 +7,10 @@ a `../` that leaves a registered folder is refused, whatever the spelling and wh
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
+import re
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -34,6 +36,18 @@ DEFAULT_IGNORED_DIRS = frozenset(
     }
 )  # fmt: skip
 MAX_DEPTH = 100  # each level holds a descriptor while its subfolders are walked
+# Editors' swap, lock, backup and atomic-save files (vim, emacs, JetBrains, gedit, Kate, LibreOffice, MS Office)
+# and partial downloads: never documents, and the folder watcher sees them come and go on every save.
+EDITOR_TEMP_FILES = (
+    "*.swp", "*.swo", "*.swx", ".*.sw?", "*~", ".#*", "#*#", "4913", "*.tmp", "*.temp", "*.kate-swp",
+    "*___jb_tmp___", "*___jb_old___", ".goutputstream-*", ".~lock.*#", "~$*", "*.crdownload", "*.part",
+)  # fmt: skip
+_EDITOR_TEMP = re.compile("|".join(fnmatch.translate(p) for p in EDITOR_TEMP_FILES))
+
+
+def editor_temp_file(name: str) -> bool:
+    """Whether a file name is an editor's swap/lock/backup file or a partial download (never indexed)."""
+    return _EDITOR_TEMP.match(name) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +75,8 @@ class _Rules:
     supported: frozenset[str] | None
 
     def wanted(self, rel: str, name: str) -> bool:
+        if editor_temp_file(name):
+            return False
         if self.include and not matches(rel, self.include):
             return False
         if self.exclude and matches(rel, self.exclude):
@@ -142,6 +158,66 @@ def _walk(handle: FolderHandle, dir_fd: int, prefix: str, rules: _Rules, depth: 
             yield from _walk(handle, sub_fd, rel + "/", rules, depth + 1)
         finally:
             os.close(sub_fd)
+
+
+def scan_paths(
+    handle: FolderHandle,
+    rels: Sequence[str],
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    ignored_dirs: frozenset[str] = DEFAULT_IGNORED_DIRS,
+    max_bytes: int | None = None,
+    supported: frozenset[str] | None = None,
+) -> Iterator[FoundFile]:
+    """What `walk_folder` would list at each of `rels` (a file, or a folder and everything below it), by the
+    same rules: a path that is gone, unwanted, or under an ignored folder or a link to a folder lists nothing.
+    The folder watcher rescans only what changed with it."""
+    rules = _Rules(include, exclude, ignored_dirs, max_bytes, supported)
+    for rel in rels:
+        parts = [p for p in rel.split("/") if p not in ("", ".")]
+        if not parts or ".." in parts or any(p in ignored_dirs for p in parts[:-1]):
+            continue
+        yield from _scan_one(handle, parts, rules)
+
+
+def _scan_one(handle: FolderHandle, parts: list[str], rules: _Rules) -> Iterator[FoundFile]:
+    held: list[int] = []
+    try:
+        for name in parts[:-1]:  # folders are entered without following links, as the walk does
+            try:
+                held.append(os.open(name, _DIR_FLAGS, dir_fd=held[-1] if held else handle.fd))
+            except OSError as exc:
+                if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                    return
+                raise
+        parent = held[-1] if held else handle.fd
+        name, rel = parts[-1], "/".join(parts)
+        try:
+            info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                return
+            raise
+        if stat.S_ISDIR(info.st_mode):
+            if name in rules.ignored_dirs or len(parts) > MAX_DEPTH:
+                return
+            sub_fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+            try:
+                if os.path.samestat(info, os.fstat(sub_fd)):
+                    yield from _walk(handle, sub_fd, rel + "/", rules, len(parts))
+            finally:
+                os.close(sub_fd)
+        elif rules.wanted(rel, name):
+            if stat.S_ISLNK(info.st_mode):
+                found = _through_link(handle, rel, rules.max_bytes)
+                if found is not None:
+                    yield found
+            else:
+                yield _found(handle, rel, info, rules.max_bytes)
+    finally:
+        for fd in held:
+            os.close(fd)
 
 
 def _dir_problem(handle: FolderHandle, rel: str, why: str) -> FoundFile:

@@ -23,6 +23,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 
 from citedocs.errors import NotFoundError, StoreError
+from citedocs.store.leases import Lease
 from citedocs.store.records import ChunkRecord, DocumentRecord, Job, Source, SourceKind, StoredChunk
 
 CHUNK_COLUMNS = """
@@ -141,6 +142,15 @@ class Store(ABC):
     def source_lock(self, source_id: int) -> AbstractContextManager[None]:
         """Held while one process indexes a source; a second indexer is refused with a clear error."""
         return _NoLock()
+
+    @abstractmethod
+    def try_watch_lease(self, source_id: int) -> Lease | None:
+        """The right to watch a source's folder, held by one process at a time (None while another has it);
+        released by `release()` or when the process exits."""
+
+    @abstractmethod
+    def watch_lease_held(self, source_id: int) -> bool:
+        """Whether any process (this one included) watches the source's folder now."""
 
     # -- generation (cache invalidation across processes) ------------------------------------------
     def _generation_now(self) -> int:
@@ -278,6 +288,30 @@ class Store(ABC):
         if chunks:
             self._insert_chunks(conn, doc_id, chunks)
         return doc_id
+
+    def documents_within(
+        self, source_id: int, paths: Sequence[str], folders: Sequence[str] = ()
+    ) -> dict[str, DocumentRecord]:
+        """The source's documents at `paths`, and at or below `folders` (a folder's files), by path."""
+        out: dict[str, DocumentRecord] = {}
+        conn = self._conn()
+        exact = [*paths, *folders]
+        for start in range(0, len(exact), 500):
+            part = exact[start : start + 500]
+            rows = conn.execute(
+                f"SELECT * FROM documents WHERE source_id = ? AND path IN ({placeholders(part)})",
+                (source_id, *part),
+            ).fetchall()
+            out.update({r["path"]: _document(r) for r in rows})
+        for start in range(0, len(folders), 100):
+            chunk = folders[start : start + 100]
+            where = " OR ".join(["substr(path, 1, ?) = ?"] * len(chunk))
+            args = [value for p in chunk for value in (len(p) + 1, p + "/")]
+            rows = conn.execute(
+                f"SELECT * FROM documents WHERE source_id = ? AND ({where})", (source_id, *args)
+            ).fetchall()
+            out.update({r["path"]: _document(r) for r in rows})
+        return out
 
     def touch_document(self, doc_id: int, mtime_ns: int, size: int) -> None:
         """Same content under a new mtime: remember the new stat so the next run skips hashing."""

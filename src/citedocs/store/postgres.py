@@ -12,6 +12,7 @@ source at a time is enforced with an advisory lock (`source_lock`).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -23,6 +24,7 @@ import numpy as np
 
 from citedocs.errors import StoreError
 from citedocs.store.base import GenerationCached, Store, document_filter
+from citedocs.store.leases import Lease
 from citedocs.store.records import ChunkRecord, Job
 
 try:
@@ -32,6 +34,7 @@ except ImportError:  # pragma: no cover - exercised only where the extra is miss
 
 LOCK_NAMESPACE = 0x63697465  # "cite": first key of every advisory lock citedocs takes
 MIGRATION_LOCK = 0
+WATCH_NAMESPACE = 0x77617463  # "watc": (namespace, source id) is held by the one process watching a folder
 MAX_TERM_CHARS = 200  # a btree entry must stay under ~2.7 kB; longer "terms" are base64 and such
 _K1, _B = 1.2, 0.75  # FTS5's bm25() constants
 
@@ -214,6 +217,33 @@ class PostgresStore(Store):
             with self._all_lock:
                 if raw in self._all:
                     self._all.remove(raw)
+
+    def try_watch_lease(self, source_id: int) -> Lease | None:
+        raw = self._connect()  # a session of its own, kept while the lease is held
+        got = raw.execute("SELECT pg_try_advisory_lock(%s, %s)", (WATCH_NAMESPACE, source_id)).fetchone()[0]
+        lease = _SessionLease(self, raw, source_id)
+        if not got:
+            lease.release()
+            return None
+        return lease
+
+    def watch_lease_held(self, source_id: int) -> bool:
+        row = (
+            self._conn()
+            .execute(
+                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = ? AND objid = ? AND granted "
+                "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                (WATCH_NAMESPACE, source_id),
+            )
+            .fetchone()
+        )
+        return row is not None
+
+    def _forget(self, raw: Any) -> None:
+        raw.close()
+        with self._all_lock:
+            if raw in self._all:
+                self._all.remove(raw)
 
     def job_alive(self, job: Job) -> bool:
         """Indexers may run on other machines, so a pid says nothing: an index job lives as long as its
@@ -439,3 +469,20 @@ def _postings(chunk: ChunkRecord) -> tuple[dict[str, tuple[int, int]], int]:
         for word in words:
             counts.setdefault(word[:MAX_TERM_CHARS], [0, 0])[column] += 1
     return {t: (min(h, 32767), min(b, 32767)) for t, (h, b) in counts.items()}, len(heading) + len(body)
+
+
+class _SessionLease:
+    """An advisory lock held by its own session: closing the session (or losing it) lets go of it."""
+
+    def __init__(self, store: PostgresStore, raw: Any, source_id: int) -> None:
+        self._store = store
+        self._raw: Any = raw
+        self._source_id = source_id
+
+    def release(self) -> None:
+        if self._raw is not None:
+            # unlocked before closing: a closed session's locks linger until its backend has exited
+            with contextlib.suppress(psycopg.Error):
+                self._raw.execute("SELECT pg_advisory_unlock(%s, %s)", (WATCH_NAMESPACE, self._source_id))
+            self._store._forget(self._raw)
+            self._raw = None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from citedocs.errors import StoreError
 from citedocs.store.base import Connection, Store, document_filter, placeholders
+from citedocs.store.leases import Lease, file_lease_held, try_file_lease
 from citedocs.store.migrate import migrate
 from citedocs.store.records import ChunkRecord
 from citedocs.text.analyzer import fts_match
@@ -75,6 +76,15 @@ class SQLiteStore(Store):
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+    def _lease_base(self) -> str:
+        return self.path if self.path != ":memory:" else f":memory:{id(self)}"
+
+    def try_watch_lease(self, source_id: int) -> Lease | None:
+        return try_file_lease(self._lease_base(), f"watch-{source_id}")
+
+    def watch_lease_held(self, source_id: int) -> bool:
+        return file_lease_held(self._lease_base(), f"watch-{source_id}")
 
     def _insert_chunks(self, conn: Connection, doc_id: int, chunks: Sequence[ChunkRecord]) -> None:
         for chunk in chunks:
