@@ -6,10 +6,19 @@ million-column row, malformed notebooks) are refused or read within the budgets,
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
+from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+import pytest
+
+from citedocs.errors import ParseError
+from citedocs.parsers import parse_bytes, parse_file
 
 
 # -- the files, made by the libraries that write each format ---------------------------------------------
@@ -151,3 +160,268 @@ def make_epub(path: Path) -> Path:
     book.spine = ["nav", *chapters]
     epub.write_epub(str(path), book)
     return path
+
+
+def package_bomb(template: bytes, member: str, expanded: int) -> bytes:
+    """A real package with `member` replaced by `expanded` bytes of one repeated byte (~1000x compression)."""
+    buffer = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(template)) as source,
+        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as out,
+    ):
+        for info in source.infolist():
+            if info.filename != member:
+                out.writestr(info.filename, source.read(info))
+        with out.open(member, "w") as target:
+            piece = b" " * (1 << 20)
+            for _ in range(expanded >> 20):
+                target.write(piece)
+    return buffer.getvalue()
+
+
+ALL_FORMATS = {
+    "deck.pptx": make_pptx,
+    "limits.xlsx": make_xlsx,
+    "quotas.ods": make_ods,
+    "handbook.odt": make_odt,
+    "regions.csv": make_csv,
+    "churn.ipynb": make_ipynb,
+    "guide.epub": make_epub,
+}
+
+
+def cli(*args: str, db: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "CITEDOCS_DB": str(db), "CITEDOCS_EMBEDDER": "none", **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "citedocs", *args], capture_output=True, text=True, env=full,
+                          timeout=240, check=False)  # fmt: skip
+    assert proc.returncode == 0, f"citedocs {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Every format, a markdown file beside them and three broken files, indexed by `citedocs add`."""
+    root = tmp_path_factory.mktemp("formats")
+    folder = root / "docs"
+    folder.mkdir()
+    for name, make in ALL_FORMATS.items():
+        make(folder / name)
+    (folder / "readme.md").write_text(
+        "# Readme\n\nThe canary stage is described in the deck.\n", encoding="utf-8"
+    )
+    (folder / "broken.ipynb").write_text('{"cells": [', encoding="utf-8")
+    (folder / "corrupt.xlsx").write_bytes(b"PK\x03\x04 not really a workbook" * 10)
+    (folder / "random.pptx").write_bytes(bytes(range(256)) * 8)
+    db = root / "index.db"
+    report = json.loads(cli("add", str(folder), "--json", db=db).stdout)
+    assert report[0]["indexed"] == len(ALL_FORMATS) + 1, report
+    return folder, db
+
+
+def _search(db: Path, query: str, file_type: str | None = None) -> list[dict[str, Any]]:
+    from citedocs.service import Citedocs
+    from citedocs.settings import Settings
+
+    app = Citedocs(Settings(db=str(db), embedder="none"))
+    try:
+        return [
+            h.to_dict(with_text=True) for h in app.search(query, mode="keyword", file_type=file_type).hits
+        ]
+    finally:
+        app.close()
+
+
+def test_broken_files_are_recorded_with_their_reason_and_the_rest_indexed(indexed: tuple[Path, Path]) -> None:
+    _, db = indexed
+    status = json.loads(cli("status", "--json", db=db).stdout)
+    reasons = {Path(f["path"]).name: f["reason"] for f in status["failures"]}
+    assert set(reasons) == {"broken.ipynb", "corrupt.xlsx", "random.pptx"}
+    assert "not a readable notebook (invalid JSON" in reasons["broken.ipynb"]
+    assert "not a readable .xlsx" in reasons["corrupt.xlsx"]
+    assert "not a readable .pptx" in reasons["random.pptx"]
+
+
+def test_a_slide_is_found_by_its_notes_with_its_number_and_title(indexed: tuple[Path, Path]) -> None:
+    [hit, *_] = _search(indexed[1], "flamingo dashboard")
+    assert Path(hit["path"]).name == "deck.pptx"
+    assert hit["heading"] == "Slide 2: Quarterly latency budget"
+    assert hit["page"] == 2
+    assert "service | p99 budget" in hit["text"] and "Notes:" in hit["text"]
+
+
+def test_a_spreadsheet_row_is_found_under_its_sheet_with_its_row_number(indexed: tuple[Path, Path]) -> None:
+    [hit, *_] = _search(indexed[1], "zeppelin throttle")
+    assert Path(hit["path"]).name == "limits.xlsx"
+    assert hit["heading"] == "Limits"
+    lines = hit["text"].split("\n")
+    assert lines[:2] == ["| row | setting | value | note |", "| --- | --- | --- | --- |"]
+    assert (
+        "| 150 | max_websocket_frames | 4096 | per connection, then the zeppelin throttle applies |" in lines
+    )
+    [ods, *_] = _search(indexed[1], "narwhal")
+    assert Path(ods["path"]).name == "quotas.ods" and ods["heading"] == "Quotas"
+    assert "| 40 | uploads per hour | narwhal 75 |" in ods["text"].split("\n")
+
+
+def test_a_csv_row_is_found_at_its_file_line_and_read_back_there(indexed: tuple[Path, Path]) -> None:
+    folder, db = indexed
+    [hit, *_] = _search(db, "pelican mirror")
+    assert Path(hit["path"]).name == "regions.csv"
+    assert hit["text"].startswith("| region | endpoint | timeout_ms |\n| --- | --- | --- |\n")
+    assert hit["line_start"] <= 200 <= hit["line_end"]
+    read = json.loads(cli("read", f"{folder / 'regions.csv'}:200-200", "--json", db=db).stdout)
+    assert read["text"] == "| eu-west | https://eu.example, the pelican mirror | 950 |"
+
+
+def test_a_notebook_cell_an_odt_section_and_an_epub_chapter_are_found_where_they_are(
+    indexed: tuple[Path, Path],
+) -> None:
+    db = indexed[1]
+    [cell, *_] = _search(db, "axolotl export")
+    assert Path(cell["path"]).name == "churn.ipynb"
+    assert cell["heading"] == "Churn analysis > Cleaning > cell 4"
+    assert "dropna" in cell["text"] and "iVBORw0KGgo" not in cell["text"]
+    [odt, *_] = _search(db, "walrus bucket")
+    assert (Path(odt["path"]).name, odt["heading"]) == ("handbook.odt", "Operations handbook > Backups")
+    [chapter, *_] = _search(db, "quokka heap")
+    assert (Path(chapter["path"]).name, chapter["heading"]) == ("guide.epub", "Tuning > Memory")
+
+
+def test_the_type_filter_takes_each_new_format(indexed: tuple[Path, Path]) -> None:
+    db = indexed[1]
+    assert {Path(h["path"]).name for h in _search(db, "canary stage")} == {"deck.pptx", "readme.md"}
+    assert {Path(h["path"]).name for h in _search(db, "canary stage", "pptx")} == {"deck.pptx"}
+    assert _search(db, "pelican", "pptx") == []
+    hits = json.loads(cli("search", "pelican", "--type", "csv", "--json", db=db).stdout)["hits"]
+    assert [Path(h["path"]).name for h in hits] == ["regions.csv"]
+    for fmt, word in (("xlsx", "zeppelin"), ("ods", "narwhal"), ("odt", "walrus"), ("ipynb", "axolotl"),
+                      ("epub", "quokka"), ("tsv", "pelican")):  # fmt: skip
+        assert _search(db, word, fmt), fmt
+
+
+# -- tables are cut between rows, under their header ----------------------------------------------------
+def test_every_chunk_of_a_sheet_repeats_the_header_and_rows_do_not_overlap(tmp_path: Path) -> None:
+    from citedocs.chunker import chunk_segments
+
+    chunks = [c for c in chunk_segments(parse_file(make_xlsx(tmp_path / "l.xlsx", rows=600)).segments)
+              if c.heading == "Limits"]  # fmt: skip
+    assert len(chunks) > 10
+    previous_end = 0
+    for chunk in chunks:
+        lines = chunk.text.split("\n")
+        assert lines[:2] == ["| row | setting | value | note |", "| --- | --- | --- | --- |"]
+        rows = [int(line.split(" | ")[0].lstrip("| ")) for line in lines[2:]]
+        assert rows == list(range(rows[0], rows[0] + len(rows)))
+        assert rows[0] == previous_end + 1 if previous_end else rows[0] == 2
+        previous_end = rows[-1]
+        assert chunk.tokens <= 560
+    assert previous_end == 600
+
+
+def test_csv_chunks_span_the_file_lines_of_their_rows(tmp_path: Path) -> None:
+    from citedocs.chunker import chunk_segments
+
+    path = tmp_path / "multi.csv"
+    path.write_text('id,comment\n1,"two\nlines"\n\n3,plain\n4,"x | y"\n', encoding="utf-8")
+    doc = parse_file(path)
+    assert doc.text.split("\n") == ["| id | comment |", "| 1 | two lines |", "", "", "| 3 | plain |",
+                                    "| 4 | x \\| y |"]  # fmt: skip
+    [chunk] = chunk_segments(doc.segments)
+    assert (chunk.line_start, chunk.line_end) == (2, 6)
+    assert chunk.text == "| id | comment |\n| --- | --- |\n| 1 | two lines |\n| 3 | plain |\n| 4 | x \\| y |"
+    tsv = tmp_path / "t.tsv"
+    tsv.write_text("a\tb\n1,5\t2\n", encoding="utf-8")
+    assert parse_file(tsv).text == "| a | b |\n| 1,5 | 2 |"
+
+
+# -- hostile files --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("make", "member"), [(make_pptx, "ppt/slides/slide1.xml"), (make_xlsx, "xl/worksheets/sheet2.xml")]
+)
+def test_a_zip_bomb_pptx_or_xlsx_is_refused_before_it_is_unzipped(
+    tmp_path: Path, make: Any, member: str
+) -> None:
+    name = "bomb" + (".pptx" if make is make_pptx else ".xlsx")
+    bomb = package_bomb(make(tmp_path / name).read_bytes(), member, 100 << 20)
+    assert len(bomb) < 1 << 20
+    with pytest.raises(ParseError, match=r"over the 2 MB budget"):
+        parse_bytes(bomb, name, max_bytes=1 << 20)
+    with pytest.raises(ParseError, match="decompression bomb"):  # without a size cap: by its ratio
+        parse_bytes(bomb, name, max_bytes=None)
+
+
+def test_a_package_of_too_many_parts_is_refused(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as package:
+        for i in range(10_001):
+            package.writestr(f"p/{i}", b"")
+    with pytest.raises(ParseError, match="10001 parts"):
+        parse_bytes(buffer.getvalue(), "many.epub", max_bytes=50 << 20)
+
+
+def test_a_csv_row_of_200000_columns_is_cut_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "wide.csv"
+    path.write_text(
+        ",".join(f"c{i}" for i in range(200_000)) + "\n" + ",".join("7" * 200_000) + "\n", encoding="utf-8"
+    )
+    doc = parse_file(path, max_bytes=50 << 20)
+    first, second = doc.text.split("\n")
+    assert first.count(" | ") == 1000 and first.endswith("| … (columns after 1000 not indexed) |")
+    assert second.startswith("| 7 | 7 |")
+
+
+@pytest.mark.slow
+def test_a_csv_with_a_45_mb_line_is_indexed_within_the_budgets(tmp_path: Path) -> None:
+    from citedocs.chunker import chunk_segments
+
+    path = tmp_path / "huge.csv"
+    word = "lorem ipsum dolor sit amet "
+    path.write_text("id,blob\n1," + word * (45_000_000 // len(word)) + "\n2,tail row\n", encoding="utf-8")
+    doc = parse_file(path, max_bytes=50 << 20)
+    chunks = chunk_segments(doc.segments)
+    assert chunks[-1].text.endswith("| 2 | tail row |") and chunks[-1].line_end == 3
+    assert max(c.tokens for c in chunks) <= 600
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("[1, 2, 3]", "not a Jupyter notebook"),
+        ('{"cells": {"a": 1}}', "no list of cells"),
+        ("[" * 100_000 + "]" * 100_000, "invalid JSON"),
+        ('{"cells": [', "invalid JSON"),
+    ],
+)
+def test_a_malformed_notebook_is_a_clear_failure(body: str, message: str) -> None:
+    with pytest.raises(ParseError, match=message) as caught:
+        parse_bytes(body.encode(), "bad.ipynb", max_bytes=50 << 20)
+    assert "Jupyter" in caught.value.hint
+
+
+def test_a_notebook_with_odd_cells_keeps_what_it_can(tmp_path: Path) -> None:
+    odd = {"cells": [7, {"cell_type": "code", "source": 5, "outputs": "x"}, {"cell_type": "raw", "source": ["kept"]},
+                     {"cell_type": "code", "source": "print(1)", "outputs": [{"output_type": "error", "ename": "E",
+                      "evalue": "boom", "traceback": ["\x1b[31m..."]}]}]}  # fmt: skip
+    doc = parse_bytes(json.dumps(odd).encode(), "odd.ipynb")
+    assert "kept" in doc.text and "E: boom" in doc.text and "\x1b" not in doc.text
+    assert [s.headings for s in doc.segments][-1] == ("cell 4",)
+
+
+def test_an_ods_row_repeated_a_million_times_is_expanded_at_most_a_thousand(tmp_path: Path) -> None:
+    from odf.opendocument import OpenDocumentSpreadsheet
+    from odf.table import Table, TableCell, TableRow
+    from odf.text import P
+
+    doc = OpenDocumentSpreadsheet()
+    table = Table(name="S")
+    for repeat, text in ((1, "head"), (1_000_000, "again"), (1, "last")):
+        row = TableRow(numberrowsrepeated=repeat)
+        cell = TableCell(numbercolumnsrepeated=3)
+        cell.addElement(P(text=text))
+        row.addElement(cell)
+        table.addElement(row)
+    doc.spreadsheet.addElement(table)
+    doc.save(str(tmp_path / "r.ods"))
+    parsed = parse_file(tmp_path / "r.ods", max_bytes=50 << 20)
+    lines = parsed.text.split("\n")
+    assert len(lines) == 2 + 1000 + 1 and lines[-1] == "| 1000002 | last | last | last |"
