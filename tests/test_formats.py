@@ -425,3 +425,15 @@ def test_an_ods_row_repeated_a_million_times_is_expanded_at_most_a_thousand(tmp_
     parsed = parse_file(tmp_path / "r.ods", max_bytes=50 << 20)
     lines = parsed.text.split("\n")
     assert len(lines) == 2 + 1000 + 1 and lines[-1] == "| 1000002 | last | last | last |"
+
+
+def test_a_sheet_that_claims_a_million_rows_is_read_for_the_rows_it_has(tmp_path: Path) -> None:
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["A1"], sheet["B1"], sheet["A1048576"], sheet["XFD2"] = "head", "second", "bottom row", "far right"
+    book.save(tmp_path / "sparse.xlsx")
+    lines = parse_file(tmp_path / "sparse.xlsx", max_bytes=50 << 20).text.split("\n")
+    assert lines[1] == "| row | head | second |" and lines[-1] == "| 1048576 | bottom row |"
+    assert len(lines) == 4 and lines[2].endswith("| … (columns after 1000 not indexed) |")

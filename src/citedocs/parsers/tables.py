@@ -69,8 +69,9 @@ def add_table(
     header: list[str] | None = None
     header_line = ""
     body: list[str] = []
-    for number, cells in rows:
-        checkpoint()
+    for count, (number, cells) in enumerate(rows):
+        if not count & 255:
+            checkpoint()
         if not any(cells):
             continue
         if header is None:

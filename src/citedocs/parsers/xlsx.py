@@ -30,8 +30,9 @@ def sheet_marker(number: int, name: str) -> str:
 def _rows(sheet: Any) -> Iterator[tuple[int | None, list[str]]]:
     sheet.reset_dimensions()
     for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
-        checkpoint()
-        yield number, trimmed(values)
+        if not number & 255:
+            checkpoint()
+        yield number, trimmed(values) if values else []
 
 
 def parse_xlsx(data: bytes, name: str) -> ParsedDocument:
