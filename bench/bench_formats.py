@@ -33,10 +33,10 @@ from citedocs.service import Citedocs  # noqa: E402
 from citedocs.settings import Settings  # noqa: E402
 from test_ocr import scanned_copy, word_accuracy  # noqa: E402 (the test's own scan and metric)
 
-VOCAB = (
+VOCAB = str.split(
     "install configure server client request response token stream index search query cache timeout retry "
     "folder file backup restore replica quota limit budget release deploy rollback monitor alert metric"
-).split()
+)
 PARAGRAPHS = 120  # per file; ~60 KB of text
 
 
