@@ -437,3 +437,34 @@ def test_a_sheet_that_claims_a_million_rows_is_read_for_the_rows_it_has(tmp_path
     lines = parse_file(tmp_path / "sparse.xlsx", max_bytes=50 << 20).text.split("\n")
     assert lines[1] == "| row | head | second |" and lines[-1] == "| 1048576 | bottom row |"
     assert len(lines) == 4 and lines[2].endswith("| … (columns after 1000 not indexed) |")
+
+
+def test_japanese_rows_and_slides_are_found_by_japanese_queries(tmp_path: Path) -> None:
+    import pptx
+
+    from citedocs.service import Citedocs
+    from citedocs.settings import Settings
+
+    folder = tmp_path / "ja"
+    folder.mkdir()
+    (folder / "設定.csv").write_text(
+        "項目,値,説明\n" + "".join(f"項目{i},{i},通常の行です\n" for i in range(2, 60))
+        + "最大接続数,100,接続数の上限を超えるとサーバーは新しい接続を拒否します\n",
+        encoding="utf-8",
+    )  # fmt: skip
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "バックアップ手順"
+    slide.placeholders[1].text_frame.text = "毎晩二時にデータベースを複製します。"
+    deck.save(str(folder / "手順.pptx"))
+    app = Citedocs(Settings(db=str(tmp_path / "index.db"), embedder="none"))
+    try:
+        app.add_folder(folder)
+        app.index()
+        [row, *_] = app.search("接続数の上限", mode="keyword").hits
+        assert Path(row.path).name == "設定.csv" and row.line_start <= 60 <= row.line_end
+        assert "| 最大接続数 | 100 |" in row.text and row.text.startswith("| 項目 | 値 | 説明 |")
+        [hit, *_] = app.search("データベースを複製", mode="keyword").hits
+        assert (Path(hit.path).name, hit.heading, hit.page) == ("手順.pptx", "Slide 1: バックアップ手順", 1)
+    finally:
+        app.close()
