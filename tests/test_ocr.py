@@ -176,3 +176,38 @@ def test_without_tesseract_a_scanned_pdf_names_the_package_to_install(tmp_path: 
         and "apt-get install tesseract-ocr" in failure["reason"]
     )
     assert status["ocr"]["problem"] == "Tesseract is not installed" and status["ocr"]["tesseract"] is None
+
+
+@NEEDS_TESSERACT
+@pytest.mark.slow
+def test_an_image_is_ocred_only_with_ocr_on_and_found_by_type(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    doc = pdfium.PdfDocument(str(shared("parser-fixtures", "pdf", "markitdown_test.pdf")))
+    doc[0].render(scale=200 / 72, grayscale=True).to_pil().save(folder / "screenshot.png")
+    doc.close()
+    (folder / "notes.md").write_text("# Notes\n\nplain text\n", encoding="utf-8")
+    off = Citedocs(Settings(db=str(tmp_path / "index.db"), embedder="none"))
+    off.add_folder(folder)
+    [report] = off.index()
+    assert (report.total, report.failed) == (1, 0)  # images are not even listed without OCR
+    off.close()
+    on = Citedocs(Settings(db=str(tmp_path / "index.db"), embedder="none", ocr=True))
+    try:
+        [report] = on.index()
+        assert report.ocr_pending == 1
+        done = on.ocr()
+        assert done is not None and done.ocred == 1
+        [hit, *_] = on.search("agents cooperate divergent thinking", mode="keyword", file_type="image").hits
+        assert (Path(hit.path).name, hit.page) == ("screenshot.png", 1)
+    finally:
+        on.close()
+
+
+def test_an_image_too_large_to_ocr_is_refused_before_it_is_decoded(tmp_path: Path) -> None:
+    from PIL import Image
+
+    path = tmp_path / "huge.png"
+    Image.new("1", (9000, 9000)).save(path)  # 81 M pixels, a few KB on disk
+    with pytest.raises(Exception, match="more than the 40 M OCR reads"):
+        parse_bytes(path.read_bytes(), "huge.png", ocr=OcrOptions())

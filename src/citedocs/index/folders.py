@@ -17,7 +17,7 @@ from pathlib import Path
 
 from citedocs.errors import CitedocsError, ParseError
 from citedocs.index.ingest import ingest
-from citedocs.parsers import SUPPORTED_EXTENSIONS, format_for, is_scanned, parse_bytes
+from citedocs.parsers import IMAGE_EXTENSIONS, SUPPORTED_EXTENSIONS, format_for, is_scanned, parse_bytes
 from citedocs.parsers.pdf import NO_TEXT
 from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle
@@ -42,9 +42,7 @@ class IndexProgress:
 
 
 ProgressCallback = Callable[[IndexProgress], None]
-OCR_PENDING = (
-    "waiting for OCR (a scanned PDF): it runs after keyword indexing; `citedocs status` shows progress"
-)
+OCR_PENDING = "waiting for OCR (a scanned PDF or an image): it runs after keyword indexing; `citedocs status` shows progress"
 CANCELLED = (
     "stopped before the end (the folder is being removed, or the process is stopping); the next run resumes"
 )
@@ -113,7 +111,9 @@ class FolderIndexer:
                 exclude=source.options.get("exclude", []),
                 ignored_dirs=ignored,
                 max_bytes=max_bytes,
-                supported=SUPPORTED_EXTENSIONS,
+                supported=SUPPORTED_EXTENSIONS | IMAGE_EXTENSIONS
+                if self.settings.ocr
+                else SUPPORTED_EXTENSIONS,
             )
         )
         existing = self.store.documents(source.id)
@@ -188,6 +188,11 @@ class FolderIndexer:
         ):
             self.store.touch_document(old.id, item.mtime_ns, item.size)
             state.unchanged += 1
+            return
+        if fmt == "image":  # only walked with OCR on: straight to the OCR pass
+            record.status, record.reason = "failed", OCR_PENDING
+            self.store.replace_document(source.id, record, [])
+            state.ocr_pending += 1
             return
         try:
             parsed = parse_bytes(data, item.rel_path, max_bytes)

@@ -85,7 +85,7 @@ def ocr_source(
             if job is not None:
                 store.update_job(job, current=doc.rel_path)
             record = DocumentRecord(
-                path=doc.path, rel_path=doc.rel_path, format="pdf", size=doc.size, mtime_ns=doc.mtime_ns,
+                path=doc.path, rel_path=doc.rel_path, format=doc.format, size=doc.size, mtime_ns=doc.mtime_ns,
                 sha256=doc.sha256, status="indexed",
             )  # fmt: skip
             try:
@@ -105,7 +105,7 @@ def ocr_source(
                 store.replace_document(source.id, record, [])
                 state.failed += 1
             else:
-                record.title, record.pages = parsed.title, parsed.pages
+                record.format, record.title, record.pages = parsed.format, parsed.title, parsed.pages
                 record.reason = ocr_note(options.languages, parsed.pages, parsed.ocr_confidence)
                 ingest(store, source.id, record, parsed.segments, settings)
                 state.ocred += 1

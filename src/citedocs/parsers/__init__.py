@@ -15,7 +15,7 @@ from citedocs.parsers.epub import parse_epub
 from citedocs.parsers.html import html_to_markdown, parse_html
 from citedocs.parsers.markdown import parse_markdown
 from citedocs.parsers.notebook import parse_notebook
-from citedocs.parsers.ocr import OcrOptions, ocr_pdf
+from citedocs.parsers.ocr import IMAGE_EXTENSIONS, OcrOptions, ocr_image_file, ocr_pdf
 from citedocs.parsers.odf import parse_ods, parse_odt
 from citedocs.parsers.pdf import is_scanned, parse_pdf
 from citedocs.parsers.pptx import parse_pptx
@@ -26,6 +26,7 @@ from citedocs.parsers.xlsx import parse_xlsx
 __all__ = [
     "CODE_EXTENSIONS",
     "FORMATS",
+    "IMAGE_EXTENSIONS",
     "SUPPORTED_EXTENSIONS",
     "OcrOptions",
     "ParsedDocument",
@@ -75,7 +76,7 @@ _BINARY_PARSERS: dict[str, Callable[[bytes, str], ParsedDocument]] = {
     "html": parse_html,
     "text": parse_text,
 }
-FORMATS = (*sorted(set(_DOCUMENT_EXTENSIONS.values())), "code")
+FORMATS = (*sorted(set(_DOCUMENT_EXTENSIONS.values())), "code", "image")
 """Every `format` a parsed document can have (the search `type` filter takes these, or a file suffix)."""
 CODE_EXTENSIONS = frozenset(
     str.split(
@@ -121,6 +122,8 @@ def format_for(path: Path) -> str | None:
         return _DOCUMENT_EXTENSIONS[suffix]
     if suffix in CODE_EXTENSIONS:
         return "code"
+    if suffix in IMAGE_EXTENSIONS:
+        return "image"  # read by OCR only, and walked only when OCR is on
     if not suffix and name in _TEXT_FILE_NAMES:
         return "text"
     return None
@@ -154,6 +157,13 @@ def parse_bytes(
         )
     if max_bytes is not None and len(data) > max_bytes:
         raise _too_big(label, max_bytes)
+    if fmt == "image":
+        if ocr is None:
+            raise ParseError(
+                f"{label}: an image; its text is read only with OCR", "Turn on OCR: CITEDOCS_OCR=true."
+            )
+        with limited(label, max_bytes, ocr.page_seconds * ocr.max_pages):
+            return ocr_image_file(data, label, ocr)
     try:
         with limited(label, max_bytes, seconds):
             if fmt == "code":

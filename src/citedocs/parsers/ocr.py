@@ -1,4 +1,4 @@
-"""OCR of scanned PDFs with Tesseract (Debian's `tesseract-ocr`, `tesseract-ocr-jpn` for Japanese).
+"""OCR of scanned PDFs and images with Tesseract (Debian's `tesseract-ocr`, `tesseract-ocr-jpn` for Japanese).
 
 Each page is rendered by PDFium (pypdfium2) to a grayscale image at `dpi`, piped to the `tesseract` command
 (no temporary files), and read back as TSV: words with their confidence, grouped into Tesseract's lines and
@@ -10,9 +10,11 @@ one thread (OMP_THREAD_LIMIT=1): pages are OCRed one after another, and the mach
 from __future__ import annotations
 
 import functools
+import io
 import os
 import shutil
 import subprocess
+import warnings
 from dataclasses import dataclass
 
 import pypdfium2 as pdfium
@@ -65,11 +67,11 @@ def ocr_problem(options: OcrOptions) -> str | None:
     return None
 
 
-def _require(options: OcrOptions, name: str) -> str:
+def _require(options: OcrOptions, name: str, what: str) -> str:
     problem = ocr_problem(options)
     command = tesseract_command()
     if problem is not None or command is None:
-        raise ParseError(f"{name}: scanned PDF, and OCR cannot run: {problem}", INSTALL_HINT)
+        raise ParseError(f"{name}: {what}, and OCR cannot run: {problem}", INSTALL_HINT)
     return command
 
 
@@ -151,17 +153,82 @@ def ocr_image(command: str, image: bytes, options: OcrOptions, name: str) -> Pag
     return read_tsv(done.stdout.decode("utf-8", "replace"))
 
 
+IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".bmp", ".gif"})
+"""Indexed (by OCR) only when OCR is on: a folder of screenshots is not a list of failures otherwise."""
+
+
+def _frames(data: bytes, name: str) -> list[bytes]:
+    """Each frame (a TIFF's pages) as a grayscale PGM, refused before decoding when it is too many pixels."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():  # over MAX_PIXELS is refused below, with the reason
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as exc:
+        raise ParseError(
+            f"{name}: {exc}", "Scale it down, or split it, and put that copy in the folder."
+        ) from exc
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise ParseError(
+            f"{name}: not a readable image ({exc})", "Check that it opens in an image viewer."
+        ) from exc
+    frames: list[bytes] = []
+    try:
+        for index in range(getattr(image, "n_frames", 1)):
+            checkpoint()
+            image.seek(index)
+            width, height = image.size
+            if width * height > MAX_PIXELS:
+                raise ParseError(
+                    f"{name}: an image of {width}x{height} pixels, more than the {MAX_PIXELS // 1_000_000} M OCR reads",
+                    "Scale it down, or split it, and put that copy in the folder.",
+                )
+            gray = image.convert("L")
+            frames.append(b"P5\n%d %d\n255\n" % (width, height) + gray.tobytes())
+    except (OSError, ValueError, EOFError) as exc:
+        raise ParseError(
+            f"{name}: not a readable image ({exc})", "Check that it opens in an image viewer."
+        ) from exc
+    finally:
+        image.close()
+    return frames
+
+
+def ocr_image_file(data: bytes, name: str, options: OcrOptions) -> ParsedDocument:
+    """The text of an image (each frame of a TIFF a page) by OCR."""
+    command = _require(options, name, "an image")
+    frames = _frames(data, name)
+    if len(frames) > options.max_pages:
+        raise ParseError(
+            f"{name}: {len(frames)} frames, more than CITEDOCS_OCR_MAX_PAGES ({options.max_pages})"
+        )
+    pages = [ocr_image(command, frame, options, name) for frame in frames]
+    return _document("image", pages)
+
+
+def _document(fmt: str, pages: list[PageText]) -> ParsedDocument:
+    builder = TextBuilder()
+    confidences: list[float] = []
+    for number, page in enumerate(pages, start=1):
+        confidences.extend(page.confidences)
+        builder.add_unsegmented(page_marker(number))
+        builder.add("\n".join(page.lines), (), page=number)
+    text, segments = builder.finish()
+    mean = sum(confidences) / len(confidences) if confidences else None
+    return ParsedDocument(format=fmt, text=text, segments=segments, pages=len(pages), ocr_confidence=mean)
+
+
 def ocr_pdf(data: bytes, name: str, options: OcrOptions) -> ParsedDocument:
     """The text of a scanned PDF by OCR, page by page; `ocr_confidence` is the mean word confidence."""
-    command = _require(options, name)
+    command = _require(options, name, "scanned PDF")
     try:
         doc = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
         raise ParseError(
             f"{name}: not a readable PDF ({exc})", "Check that it opens in a PDF viewer."
         ) from exc
-    builder = TextBuilder()
-    confidences: list[float] = []
+    pages: list[PageText] = []
     try:
         count = len(doc)
         if count > options.max_pages:
@@ -171,12 +238,7 @@ def ocr_pdf(data: bytes, name: str, options: OcrOptions) -> ParsedDocument:
             )
         for index in range(count):
             checkpoint()
-            page = ocr_image(command, _render(doc, index, options.dpi), options, name)
-            confidences.extend(page.confidences)
-            builder.add_unsegmented(page_marker(index + 1))
-            builder.add("\n".join(page.lines), (), page=index + 1)
+            pages.append(ocr_image(command, _render(doc, index, options.dpi), options, name))
     finally:
         doc.close()
-    text, segments = builder.finish()
-    mean = sum(confidences) / len(confidences) if confidences else None
-    return ParsedDocument(format="pdf", text=text, segments=segments, pages=count, ocr_confidence=mean)
+    return _document("pdf", pages)
