@@ -432,12 +432,14 @@ def test_format_for_and_supported_extensions() -> None:
     assert format_for(Path("Makefile")) == "code"
     assert format_for(Path("Dockerfile")) == "code"
     assert format_for(Path("LICENSE")) == "text"
-    assert format_for(Path("photo.png")) is None
+    assert format_for(Path("photo.png")) == "image"  # read by OCR only, walked only with OCR on
+    assert ".png" not in SUPPORTED_EXTENSIONS
+    assert format_for(Path("song.mp3")) is None
     assert format_for(Path(".env")) is None
     assert format_for(Path("bundle.min.js")) is None
     assert {".md", ".txt", ".rst", ".pdf", ".docx", ".html", ".py", ".toml"} <= SUPPORTED_EXTENSIONS
     with pytest.raises(ParseError, match="unsupported"):
-        parse_file(Path("photo.png"))
+        parse_file(Path("song.mp3"))
 
 
 def test_every_sample_parses_with_headings() -> None:

@@ -1,7 +1,10 @@
 """Heading/page-aware chunking: pure, so it can be tested on plain data.
 
 A chunk never crosses a heading or a page boundary, never splits a code block, aims at `target` tokens and
-carries `overlap` tokens of trailing text into the next chunk of the same section. Tokens are estimated as
+carries `overlap` tokens of trailing text into the next chunk of the same section. A table that comes with its
+header (`Segment.table_header`: spreadsheets, CSV) is cut between rows, with the header repeated at the top of
+each chunk and no overlap, so every chunk is a table a model can read and its line span is a span of rows.
+Tokens are estimated as
 characters / 4 (English BPE averages ~4 characters per token), which is fast and close enough for sizing.
 """
 
@@ -53,6 +56,7 @@ class _Unit(NamedTuple):
     line_start: int
     atomic: bool
     tokens: int
+    table: tuple[str, ...] = ()  # a table row: the header lines to put above it in a chunk
 
     @property
     def text(self) -> str:
@@ -132,6 +136,11 @@ def _units(seg: Segment) -> Iterable[_Unit]:
     if seg.kind == "code":
         yield _unit(tuple(lines), seg.line_start, atomic=True)
         return
+    if seg.kind == "table" and seg.table_header:
+        for i, line in enumerate(lines):
+            if line.strip():
+                yield _unit((line,), line_no(i), atomic=False)._replace(table=seg.table_header)
+        return
     para: list[str] = []
     start = 0
     for i, line in enumerate([*lines, ""]):
@@ -210,15 +219,17 @@ def _pack(
     size = 0
     fresh = False  # whether `current` holds anything beyond the overlap carried from the last chunk
     for unit in flat:
-        if fresh and size + unit.tokens > target:
+        cost = unit.tokens + _header_cost(current, unit)
+        if fresh and size + cost > target:
             chunks.append(_draft(current, headings, page))
             current = _tail(current, overlap)
             size = sum(u.tokens for u in current)
             if size + unit.tokens > max_tokens:
                 current, size = [], 0
             fresh = False
+            cost = unit.tokens + _header_cost(current, unit)
         current.append(unit)
-        size += unit.tokens
+        size += cost
         fresh = True
     if fresh:
         chunks.append(_draft(current, headings, page))
@@ -232,7 +243,7 @@ def _tail(units: list[_Unit], overlap: int) -> list[_Unit]:
     carried: list[_Unit] = []
     budget = overlap
     for unit in reversed(units):
-        if unit.atomic:
+        if unit.atomic or unit.table:
             break
         for offset in range(len(unit.lines) - 1, -1, -1):
             line = unit.lines[offset]
@@ -244,8 +255,33 @@ def _tail(units: list[_Unit], overlap: int) -> list[_Unit]:
     return carried
 
 
+def _starts_table(previous: _Unit | None, unit: _Unit) -> bool:
+    return bool(unit.table) and (previous is None or previous.table is not unit.table)
+
+
+def _header_cost(current: list[_Unit], unit: _Unit) -> int:
+    """Tokens of the table header a row brings into a chunk where its table does not yet stand."""
+    if not _starts_table(current[-1] if current else None, unit):
+        return 0
+    return estimate_tokens("\n".join(unit.table))
+
+
+def _join(units: list[_Unit]) -> str:
+    """Paragraphs apart by a blank line; rows of one table one per line, under their header."""
+    parts: list[str] = []
+    previous: _Unit | None = None
+    for unit in units:
+        if previous is not None:
+            parts.append("\n" if unit.table and previous.table is unit.table else "\n\n")
+        if _starts_table(previous, unit):
+            parts.append("\n".join(unit.table) + "\n")
+        parts.append(unit.text)
+        previous = unit
+    return "".join(parts)
+
+
 def _draft(units: list[_Unit], headings: tuple[str, ...], page: int | None) -> ChunkDraft:
-    text = "\n\n".join(u.text for u in units)
+    text = "\n\n".join(u.text for u in units) if not any(u.table for u in units) else _join(units)
     end = max(u.line_start + len(u.lines) - 1 for u in units)
     return ChunkDraft(
         text=text,

@@ -8,10 +8,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from citedocs.embed.auto import CHOICE_KEY, AutoEmbedder, choice_from_fingerprint
 from citedocs.embed.blob import FINGERPRINT_KEY
@@ -20,6 +21,15 @@ from citedocs.embed.lazy import LazyEmbedder
 from citedocs.errors import AccessDenied, InputError, NotFoundError
 from citedocs.index.embedding import EmbedProgress, embed_pending
 from citedocs.index.folders import FolderIndexer, IndexProgress, ProgressCallback, pin_source
+from citedocs.index.ocr import (
+    OcrProgress,
+    finish_ocr_job,
+    ocr_options,
+    ocr_source,
+    ocr_status,
+    pending_documents,
+    start_ocr_job,
+)
 from citedocs.index.reanalysis import STALE_NOTE, mark_analyzed, needs_reanalysis
 from citedocs.parsers import parse_bytes
 from citedocs.search.engine import SearchEngine, SearchResult, not_indexed_error
@@ -37,6 +47,7 @@ if TYPE_CHECKING:
     from citedocs.sites.service import SiteService
 
 _log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 CLOSE_WAIT_FOR_MODEL_S = 60.0
 LINKS_KEY = "site_link_documents"  # set once every site's unfetched pages have link documents
@@ -255,6 +266,12 @@ class Citedocs:
         self, indexer: FolderIndexer, source: Source, force: bool, paths: Sequence[str] | None = None
     ) -> IndexProgress | None:
         """Index one folder (or only `paths` in it) unless it is being (or has been) removed; None then."""
+        if paths is not None:
+            return self._on_folder(source, lambda s, stop: indexer.index_paths(s, paths, should_stop=stop))
+        return self._on_folder(source, lambda s, stop: indexer.index(s, force=force, should_stop=stop))
+
+    def _on_folder(self, source: Source, work: Callable[[Source, Callable[[], bool]], _T]) -> _T | None:
+        """Run `work` on one folder unless it is being (or has been) removed (None then); `remove` waits."""
         with self._indexing:
             if source.id in self._cancelled:
                 return None
@@ -265,13 +282,35 @@ class Citedocs:
             self._active_source = source.id
         try:
             stop = lambda: self._closing.is_set() or source.id in self._cancelled  # noqa: E731
-            if paths is not None:
-                return indexer.index_paths(source, paths, should_stop=stop)
-            return indexer.index(source, force=force, should_stop=stop)
+            return work(source, stop)
         finally:
             with self._indexing:
                 self._active_source = None
                 self._indexing.notify_all()
+
+    def ocr(self, *, progress: Callable[[OcrProgress], None] | None = None) -> OcrProgress | None:
+        """OCR the scanned PDFs keyword indexing set aside (CITEDOCS_OCR); None when OCR is off.
+
+        Resumable: a file stays marked until its OCRed text is stored, so a stopped pass picks it up again."""
+        if not self.settings.ocr:
+            return None
+        with self._index_lock:
+            sources = self.store.list_sources("folder")
+            state = OcrProgress(total=sum(len(pending_documents(self.store, s)) for s in sources))
+            if not state.total:
+                return state
+            job, started, finished = start_ocr_job(self.store, state.total), time.perf_counter(), True
+            try:
+                for source in sources:
+                    with self.store.source_lock(source.id):
+                        done = self._on_folder(source, lambda s, stop: ocr_source(
+                            self.store, self.settings, s, state, job=job, should_stop=stop, progress=progress))  # fmt: skip
+                    finished = finished and done is not False and not self._closing.is_set()
+            except Exception as exc:
+                self.store.update_job(job, state="failed", message=str(exc), finished=time.time())
+                raise
+            finish_ocr_job(self.store, job, state, started, stopped=not finished)
+            return state
 
     def embed(
         self, *, force: bool = False, progress: Callable[[EmbedProgress], None] | None = None
@@ -305,6 +344,10 @@ class Citedocs:
                 self.index(name, force=force)
                 if not self._closing.is_set():
                     self.embed(force=force)
+                if not self._closing.is_set() and self.settings.ocr:  # scanned PDFs last: OCR is slow
+                    ocred = self.ocr()
+                    if ocred is not None and ocred.ocred and not self._closing.is_set():
+                        self.embed()
             except Exception as exc:  # recorded in the jobs table; the thread must not die noisily
                 _log.warning("background indexing stopped: %s", exc)
 
@@ -368,6 +411,7 @@ class Citedocs:
             "jobs": jobs,
             "failures": [{"path": p, "reason": r} for p, r in self.store.failed_documents()],
             "watch": self.watch_status(),
+            "ocr": ocr_status(self.store, self.settings),
         }
 
     def file_types(self) -> dict[str, int]:
@@ -516,7 +560,10 @@ class Citedocs:
             data = read_capped(opened, max_bytes, resolved.name)
         finally:
             os.close(opened.fd)
-        parsed = parse_bytes(data, resolved.name, max_bytes)
+        # an OCRed PDF is OCRed again to serve its lines (the same pages give the same text)
+        parsed = parse_bytes(
+            data, resolved.name, max_bytes, ocr=ocr_options(self.settings) if self.settings.ocr else None
+        )
         lines = parsed.text.split("\n")
         start = max(1, start_line or 1)
         end = min(len(lines), end_line or len(lines))

@@ -48,6 +48,13 @@ class Settings(BaseSettings):
     chunk_max_tokens: int = 560
     max_file_mb: float = 50.0
     extra_ignore_dirs: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # OCR of scanned PDFs (opt-in; needs Tesseract: apt-get install tesseract-ocr): after keyword indexing, in
+    # the background; languages as Tesseract names them ("eng", "jpn", "eng+jpn"; see docs/formats.md)
+    ocr: bool = False
+    ocr_languages: str = "eng"
+    ocr_dpi: int = 300
+    ocr_page_seconds: float = 120.0
+    ocr_max_pages: int = 500
 
     # search
     top_k: int = 5

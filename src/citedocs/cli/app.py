@@ -87,13 +87,33 @@ def _index_and_report(app_: Any, name: str | None, force: bool, as_json: bool) -
     if embedded is not None and not as_json:
         out.print(f"embeddings: {embedded.embedded} chunks embedded in {embedded.seconds:.1f} s "
                   f"({embedded.done}/{embedded.total} have vectors)")  # fmt: skip
+    _ocr_and_report(app_, as_json)
     if as_json:
         print_json([
             {"source": r.source, "total": r.total, "indexed": r.indexed, "unchanged": r.unchanged,
-             "failed": r.failed, "removed": r.removed, "seconds": round(r.seconds, 3),
+             "failed": r.failed, "removed": r.removed, "ocr_pending": r.ocr_pending, "seconds": round(r.seconds, 3),
              "failures": [{"path": p, "reason": why} for p, why in r.failures]}
             for r in reports
         ])  # fmt: skip
+
+
+def _ocr_and_report(app_: Any, as_json: bool) -> None:
+    """With CITEDOCS_OCR on, the scanned PDFs set aside by indexing are OCRed here (then embedded)."""
+    bar = Progress(TextColumn("[bold]OCR"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("{task.fields[current]}"), console=console, transient=True)  # fmt: skip
+    task = bar.add_task("OCR", total=None, current="")
+    with bar:
+        state = run(lambda: app_.ocr(progress=lambda p: bar.update(task, total=p.total, completed=p.done,
+                                                                   current=(p.current or "")[-50:])))  # fmt: skip
+    if state is None or not state.total:
+        return
+    if app_.embedder is not None and state.ocred:
+        run(app_.embed)
+    if not as_json:
+        out.print(f"OCR: {state.ocred} scanned PDFs read ({state.pages} pages), {state.failed} failed, "
+                  f"in {state.seconds:.1f} s")  # fmt: skip
+        for path, why in state.failures[:20]:
+            out.print(f"  [yellow]failed[/yellow] {path}: {why}")
 
 
 def _print_index_reports(reports: list[Any]) -> None:
@@ -101,6 +121,7 @@ def _print_index_reports(reports: list[Any]) -> None:
         out.print(
             f"[bold]{r.source}[/bold]: {r.total} files — {r.indexed} indexed, {r.unchanged} unchanged, "
             f"{r.failed} failed, {r.removed} removed in {r.seconds:.2f} s"
+            + (f", {r.ocr_pending} scanned PDFs waiting for OCR" if r.ocr_pending else "")
         )
         for path, why in r.failures[:20]:
             out.print(f"  [yellow]failed[/yellow] {path}: {why}")
@@ -197,6 +218,11 @@ def status(db: DbOption = None, as_json: JsonOption = False) -> None:
             out.print(
                 f"  job {job['id']} {job['kind']} {job['state']}: {job['done']}/{job['total']} {job['message'] or ''}"
             )
+        ocr = data["ocr"]
+        if ocr["enabled"] or ocr["pending"]:
+            state = "on" if ocr["enabled"] else "off"
+            out.print(f"OCR: {state} ({ocr['languages']}), {ocr['pending']} scanned PDFs waiting, "
+                      f"{len(ocr['ocred'])} OCRed" + (f"; {ocr['problem']}" if ocr["problem"] else ""))  # fmt: skip
         for f in data["failures"][:20]:
             out.print(f"  [yellow]failed[/yellow] {f['path']}: {f['reason']}")
         for watched in data.get("watch", []):

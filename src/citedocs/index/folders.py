@@ -18,7 +18,8 @@ from typing import Any
 
 from citedocs.errors import CitedocsError, ParseError
 from citedocs.index.ingest import ingest
-from citedocs.parsers import SUPPORTED_EXTENSIONS, format_for, parse_bytes
+from citedocs.parsers import IMAGE_EXTENSIONS, SUPPORTED_EXTENSIONS, format_for, is_scanned, parse_bytes
+from citedocs.parsers.pdf import NO_TEXT
 from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle
 from citedocs.sources.folders import DEFAULT_IGNORED_DIRS, FoundFile, scan_paths, walk_folder
@@ -34,6 +35,7 @@ class IndexProgress:
     unchanged: int = 0
     failed: int = 0
     removed: int = 0
+    ocr_pending: int = 0  # scanned PDFs set aside for the OCR pass (not counted as failed)
     current: str | None = None
     failures: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
@@ -41,6 +43,7 @@ class IndexProgress:
 
 
 ProgressCallback = Callable[[IndexProgress], None]
+OCR_PENDING = "waiting for OCR (a scanned PDF or an image): it runs after keyword indexing; `citedocs status` shows progress"
 CANCELLED = (
     "stopped before the end (the folder is being removed, or the process is stopping); the next run resumes"
 )
@@ -127,7 +130,7 @@ class FolderIndexer:
             "exclude": source.options.get("exclude", []),
             "ignored_dirs": DEFAULT_IGNORED_DIRS | frozenset(self.settings.extra_ignore_dirs),
             "max_bytes": int(self.settings.max_file_mb * 1_048_576),
-            "supported": SUPPORTED_EXTENSIONS,
+            "supported": SUPPORTED_EXTENSIONS | IMAGE_EXTENSIONS if self.settings.ocr else SUPPORTED_EXTENSIONS,
         }
 
     def index_paths(
@@ -190,9 +193,17 @@ class FolderIndexer:
                 return
             self._fail(source, record, item.problem, state)
             return
-        if not force and old and old.size == item.size and old.mtime_ns == item.mtime_ns:
+        if (
+            not force
+            and old
+            and old.size == item.size
+            and old.mtime_ns == item.mtime_ns
+            and not self._retry(old)
+        ):
             state.unchanged += 1
-            if old.status == "failed":
+            if old.reason == OCR_PENDING and old.status == "failed":
+                state.ocr_pending += 1
+            elif old.status == "failed":
                 state.failed += 1
                 state.failures.append((item.rel_path, old.reason or ""))
             return
@@ -211,14 +222,27 @@ class FolderIndexer:
             and old.sha256 == record.sha256
             and old.status != "failed"
             and old.id is not None
+            and not self._retry(old)
         ):
             self.store.touch_document(old.id, item.mtime_ns, item.size)
             state.unchanged += 1
             return
+        if fmt == "image":  # only walked with OCR on: straight to the OCR pass
+            record.status, record.reason = "failed", OCR_PENDING
+            self.store.replace_document(source.id, record, [])
+            state.ocr_pending += 1
+            return
         try:
             parsed = parse_bytes(data, item.rel_path, max_bytes)
         except ParseError as exc:
-            self._fail(source, record, exc.message, state)
+            if is_scanned(exc) and self.settings.ocr:
+                record.status, record.reason = "failed", OCR_PENDING
+                self.store.replace_document(source.id, record, [])
+                state.ocr_pending += 1
+            else:  # a scanned PDF's failure says how to turn OCR on and what to install
+                self._fail(
+                    source, record, f"{exc.message} {exc.hint}" if is_scanned(exc) else exc.message, state
+                )
             return
         except Exception as exc:  # a parser bug must not stop the other files
             self._fail(source, record, f"parser error ({type(exc).__name__}: {exc})", state)
@@ -228,6 +252,15 @@ class FolderIndexer:
         record.pages = parsed.pages
         ingest(self.store, source.id, record, parsed.segments, self.settings)
         state.indexed += 1
+
+    def _retry(self, old: DocumentRecord) -> bool:
+        """An unchanged file to parse again: a scanned PDF set aside for OCR once OCR is turned off, or failed
+        as scanned once it is turned on (otherwise turning the setting on or off would change nothing)."""
+        if old.status != "failed" or not old.reason:
+            return False
+        if old.reason == OCR_PENDING:
+            return not self.settings.ocr
+        return self.settings.ocr and NO_TEXT in old.reason
 
     def _fail(self, source: Source, record: DocumentRecord, reason: str, state: IndexProgress) -> None:
         record.status, record.reason = "failed", reason

@@ -3,26 +3,38 @@ indexed at all (None means skip the file)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from citedocs.errors import ParseError
 from citedocs.parsers.base import ParsedDocument, Segment, SegmentKind
 from citedocs.parsers.budget import PARSE_SECONDS, limited
+from citedocs.parsers.csvfile import parse_csv
 from citedocs.parsers.docx import parse_docx
+from citedocs.parsers.epub import parse_epub
 from citedocs.parsers.html import html_to_markdown, parse_html
 from citedocs.parsers.markdown import parse_markdown
-from citedocs.parsers.pdf import parse_pdf
+from citedocs.parsers.notebook import parse_notebook
+from citedocs.parsers.ocr import IMAGE_EXTENSIONS, OcrOptions, ocr_image_file, ocr_pdf
+from citedocs.parsers.odf import parse_ods, parse_odt
+from citedocs.parsers.pdf import is_scanned, parse_pdf
+from citedocs.parsers.pptx import parse_pptx
 from citedocs.parsers.rst import parse_rst
 from citedocs.parsers.text import parse_code, parse_text
+from citedocs.parsers.xlsx import parse_xlsx
 
 __all__ = [
     "CODE_EXTENSIONS",
+    "FORMATS",
+    "IMAGE_EXTENSIONS",
     "SUPPORTED_EXTENSIONS",
+    "OcrOptions",
     "ParsedDocument",
     "Segment",
     "SegmentKind",
     "format_for",
     "html_to_markdown",
+    "is_scanned",
     "parse_bytes",
     "parse_file",
 ]
@@ -40,7 +52,32 @@ _DOCUMENT_EXTENSIONS = {
     ".htm": "html",
     ".html": "html",
     ".xhtml": "html",
+    ".pptx": "pptx",
+    ".xlsx": "xlsx",
+    ".xlsm": "xlsx",
+    ".ods": "ods",
+    ".odt": "odt",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".ipynb": "ipynb",
+    ".epub": "epub",
 }
+_BINARY_PARSERS: dict[str, Callable[[bytes, str], ParsedDocument]] = {
+    "pdf": parse_pdf,
+    "docx": parse_docx,
+    "pptx": parse_pptx,
+    "xlsx": parse_xlsx,
+    "ods": parse_ods,
+    "odt": parse_odt,
+    "ipynb": parse_notebook,
+    "epub": parse_epub,
+    "markdown": parse_markdown,
+    "rst": parse_rst,
+    "html": parse_html,
+    "text": parse_text,
+}
+FORMATS = (*sorted(set(_DOCUMENT_EXTENSIONS.values())), "code", "image")
+"""Every `format` a parsed document can have (the search `type` filter takes these, or a file suffix)."""
 CODE_EXTENSIONS = frozenset(
     str.split(
         ".py .pyi .js .mjs .cjs .ts .mts .cts .tsx .jsx .vue .svelte .go .rs .java .kt .kts .scala "
@@ -74,7 +111,7 @@ _TEXT_FILE_NAMES = frozenset(
 
 
 def format_for(path: Path) -> str | None:
-    """'text', 'code', 'markdown', 'rst', 'pdf', 'docx' or 'html'; None for files citedocs does not index."""
+    """One of FORMATS ('text', 'code', 'markdown', 'pdf', 'xlsx', …); None for files citedocs does not index."""
     name = path.name.lower()
     if name in _CODE_FILE_NAMES or name.startswith("dockerfile."):
         return "code"
@@ -85,6 +122,8 @@ def format_for(path: Path) -> str | None:
         return _DOCUMENT_EXTENSIONS[suffix]
     if suffix in CODE_EXTENSIONS:
         return "code"
+    if suffix in IMAGE_EXTENSIONS:
+        return "image"  # read by OCR only, and walked only when OCR is on
     if not suffix and name in _TEXT_FILE_NAMES:
         return "text"
     return None
@@ -96,36 +135,47 @@ def _too_big(name: str, max_bytes: int) -> ParseError:
 
 
 def parse_bytes(
-    data: bytes, name: str, max_bytes: int | None = None, seconds: float = PARSE_SECONDS
+    data: bytes,
+    name: str,
+    max_bytes: int | None = None,
+    seconds: float = PARSE_SECONDS,
+    ocr: OcrOptions | None = None,
 ) -> ParsedDocument:
     """Parse the bytes of a file called `name` (its suffix picks the parser) under a byte and a time budget.
 
     This is the entry point for bytes read from a descriptor that was opened and checked (see
-    sources/confined.py): nothing here opens a path. Raises ParseError (with what to do) for unsupported,
-    oversized, binary, corrupt, encrypted, scanned, too-slow or too-expansive files."""
+    sources/confined.py): nothing here opens a path. With `ocr`, a PDF without a text layer is OCRed (each
+    page under `ocr.page_seconds`); without it, it is refused as scanned. Raises ParseError (with what to do)
+    for unsupported, oversized, binary, corrupt, encrypted, scanned, too-slow or too-expansive files."""
     path = Path(name)
     fmt = format_for(path)
     label = path.name
     if fmt is None:
         raise ParseError(
-            f"{label}: unsupported file type", "citedocs indexes text, code, md, rst, pdf, docx, html."
+            f"{label}: unsupported file type",
+            "citedocs indexes text, code, md, rst, pdf, docx, html, pptx, xlsx, ods, odt, csv, ipynb, epub.",
         )
     if max_bytes is not None and len(data) > max_bytes:
         raise _too_big(label, max_bytes)
-    with limited(label, max_bytes, seconds):
-        if fmt == "pdf":
-            return parse_pdf(data, label)
-        if fmt == "docx":
-            return parse_docx(data, label)
-        if fmt == "markdown":
-            return parse_markdown(data, label)
-        if fmt == "rst":
-            return parse_rst(data, label)
-        if fmt == "html":
-            return parse_html(data, label)
-        if fmt == "code":
-            return parse_code(data, label, path.suffix.lower())
-        return parse_text(data, label)
+    if fmt == "image":
+        if ocr is None:
+            raise ParseError(
+                f"{label}: an image; its text is read only with OCR", "Turn on OCR: CITEDOCS_OCR=true."
+            )
+        with limited(label, max_bytes, ocr.page_seconds * ocr.max_pages):
+            return ocr_image_file(data, label, ocr)
+    try:
+        with limited(label, max_bytes, seconds):
+            if fmt == "code":
+                return parse_code(data, label, path.suffix.lower())
+            if fmt == "csv":
+                return parse_csv(data, label, path.suffix.lower())
+            return _BINARY_PARSERS[fmt](data, label)
+    except ParseError as exc:
+        if ocr is None or fmt != "pdf" or not is_scanned(exc):
+            raise
+    with limited(label, max_bytes, ocr.page_seconds * ocr.max_pages):
+        return ocr_pdf(data, label, ocr)
 
 
 def parse_file(path: Path, max_bytes: int | None = None) -> ParsedDocument:

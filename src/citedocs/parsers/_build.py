@@ -33,6 +33,7 @@ def span_segment(
     headings: tuple[str, ...],
     kind: SegmentKind = "text",
     page: int | None = None,
+    table_header: tuple[str, ...] = (),
 ) -> Segment | None:
     """The segment for lines[start:end] (0-based, end exclusive) minus blank edges; None if all blank."""
     checkpoint()
@@ -49,6 +50,7 @@ def span_segment(
         line_end=end,
         page=page,
         kind=kind,
+        table_header=table_header,
     )
 
 
@@ -61,7 +63,7 @@ class TextBuilder:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.segments: list[Segment] = []
-        self._open: tuple[int, tuple[str, ...], SegmentKind, int | None] | None = None
+        self._open: tuple[int, tuple[str, ...], SegmentKind, int | None, tuple[str, ...]] | None = None
 
     def add(
         self,
@@ -69,14 +71,16 @@ class TextBuilder:
         headings: tuple[str, ...],
         kind: SegmentKind = "text",
         page: int | None = None,
+        table_header: tuple[str, ...] = (),
     ) -> None:
+        """A block of lines; `table_header` makes it a table of one row per line (see Segment)."""
         checkpoint(len(block))
         block_lines = normalize_newlines(block).split("\n")
         if not any(line.strip() for line in block_lines):
             return
-        if self._open is None or kind != "text" or self._open[1:] != (headings, kind, page):
+        if self._open is None or kind != "text" or self._open[1:4] != (headings, kind, page):
             self._close()
-            self._open = (len(self.lines), headings, kind, page)
+            self._open = (len(self.lines), headings, kind, page, table_header)
         self.lines.extend(block_lines)
         if kind != "text":
             self._close()
@@ -88,8 +92,8 @@ class TextBuilder:
 
     def _close(self) -> None:
         if self._open is not None:
-            start, headings, kind, page = self._open
-            segment = span_segment(self.lines, start, len(self.lines), headings, kind, page)
+            start, headings, kind, page, header = self._open
+            segment = span_segment(self.lines, start, len(self.lines), headings, kind, page, header)
             if segment is not None:
                 self.segments.append(segment)
             self._open = None

@@ -14,7 +14,9 @@ class Segment:
 
     `line_start`/`line_end` are 1-based, inclusive, and refer to `ParsedDocument.text` (the extracted text,
     which is the file itself for plain-text formats). `kind == "code"` marks a block the chunker must not
-    split (a fenced code block); its text includes the fences.
+    split (a fenced code block); its text includes the fences. `table_header` (tables only) is repeated at
+    the top of every chunk the table's rows are cut into; the segment's own lines are then its rows, one per
+    line (spreadsheets and CSV files), so a chunk's line span is a span of rows.
     """
 
     text: str
@@ -23,6 +25,7 @@ class Segment:
     line_end: int = 1
     page: int | None = None
     kind: SegmentKind = "text"
+    table_header: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -34,3 +37,4 @@ class ParsedDocument:
     segments: list[Segment] = field(default_factory=list)
     title: str | None = None
     pages: int | None = None
+    ocr_confidence: float | None = None  # mean Tesseract word confidence (0-100) when the text was OCRed

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 from collections.abc import Iterator
 from typing import Any
 
 import docx
 from docx.oxml.ns import qn
 
-from citedocs.errors import ParseError
 from citedocs.parsers._build import TextBuilder, push_heading
 from citedocs.parsers.base import ParsedDocument
-from citedocs.parsers.budget import checkpoint, current_limit, over_budget
+from citedocs.parsers.package import check_package, not_readable
 
 _HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
 _SPACE = re.compile(r"[ \t\u00a0]+")
@@ -97,51 +95,13 @@ class _StyleLevels:
         return None
 
 
-MAX_PARTS = 10_000  # a real .docx has tens of parts; the central directory alone is parsed into memory
-_EOCD = b"PK\x05\x06"
-_UNREADABLE = "Open and re-save it in Word or LibreOffice (password-protected files cannot be indexed)."
-
-
-def _part_count(data: bytes) -> int | None:
-    """Entries the zip's end record declares (read before zipfile builds one object per entry)."""
-    end = data.rfind(_EOCD, max(0, len(data) - 65_557))
-    if end < 0 or len(data) < end + 22:
-        return None
-    return int.from_bytes(data[end + 10 : end + 12], "little")
-
-
-def check_package(data: bytes, name: str) -> None:
-    """Refuse a zip that unzips past the parse budget, by its declared sizes and then by the bytes it really
-    inflates to (read in pieces with a running total, never a whole member), before python-docx reads it."""
-    limit = current_limit()
-    parts = _part_count(data)
-    if parts is not None and parts >= min(MAX_PARTS, 0xFFFF):
-        raise ParseError(f"{name}: a zip of {parts} parts, more than a .docx has; not read", _UNREADABLE)
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as package:
-            members = package.infolist()
-            declared = sum(info.file_size for info in members)
-            if limit is not None and declared > limit:
-                raise over_budget(name, "unzipped, it declares", declared, limit)
-            total = 0
-            for info in members:
-                with package.open(info) as member:
-                    while piece := member.read(1 << 20):
-                        total += len(piece)
-                        if limit is not None and total > limit:
-                            raise over_budget(name, "unzipped, it comes to more than", total, limit)
-                        checkpoint()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, OSError, EOFError) as exc:
-        raise ParseError(f"{name}: not a readable .docx ({type(exc).__name__}: {exc})", _UNREADABLE) from exc
-
-
 def parse_docx(data: bytes, name: str) -> ParsedDocument:
     """Parse .docx bytes; the package is checked against the byte budget before it is unzipped for real."""
-    check_package(data, name)
+    check_package(data, name, "docx")
     try:
         document = docx.Document(io.BytesIO(data))
     except Exception as exc:
-        raise ParseError(f"{name}: not a readable .docx ({type(exc).__name__}: {exc})", _UNREADABLE) from exc
+        raise not_readable(name, "docx", exc) from exc
     levels = _StyleLevels(document)
     builder = TextBuilder()
     stack: list[tuple[int, str]] = []

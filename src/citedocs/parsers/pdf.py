@@ -20,10 +20,17 @@ from citedocs.parsers.budget import checkpoint
 
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 _SPACE = re.compile(r"\s+")
+NO_TEXT = "no extractable text — scanned PDF?"
 SCANNED_HINT = (
-    "OCR it first (for example `ocrmypdf in.pdf out.pdf`) and put the OCRed copy in the folder, "
+    "Turn on OCR (CITEDOCS_OCR=true; it needs Tesseract: `apt-get install tesseract-ocr`), "
+    "or OCR it first (for example `ocrmypdf in.pdf out.pdf`) and put the OCRed copy in the folder, "
     "or remove it from the folder."
 )
+
+
+def is_scanned(error: ParseError) -> bool:
+    """Whether `parse_pdf` refused the file for having no text layer (OCR can read it)."""
+    return NO_TEXT in error.message
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +133,7 @@ def parse_pdf(data: bytes, name: str) -> ParsedDocument:
     if not pages:
         raise ParseError(f"{name}: PDF has no pages", "Re-export it from the program that made it.")
     if sum(ch.isalnum() for lines in pages for line in lines for ch in line) < 3 * len(pages):
-        raise ParseError(f"{name}: no extractable text — scanned PDF?", SCANNED_HINT)
+        raise ParseError(f"{name}: {NO_TEXT}", SCANNED_HINT)
 
     builder = TextBuilder()
     stack: list[tuple[int, str]] = []

@@ -225,7 +225,14 @@ class SearchEngine:
         return SearchResult(label, "semantic" if semantic and not note else "keyword", hits, note)
 
 
-_FORMAT_ALIASES = {"md": "markdown", "mdx": "markdown", "htm": "html", "txt": "text"}
+_FORMAT_ALIASES = {
+    "md": "markdown",
+    "mdx": "markdown",
+    "htm": "html",
+    "txt": "text",
+    "tsv": "csv",
+    "xlsm": "xlsx",
+}
 
 
 def format_aliases(formats: list[str] | None) -> list[str] | None:
