@@ -130,7 +130,9 @@ class FolderIndexer:
             "exclude": source.options.get("exclude", []),
             "ignored_dirs": DEFAULT_IGNORED_DIRS | frozenset(self.settings.extra_ignore_dirs),
             "max_bytes": int(self.settings.max_file_mb * 1_048_576),
-            "supported": SUPPORTED_EXTENSIONS | IMAGE_EXTENSIONS if self.settings.ocr else SUPPORTED_EXTENSIONS,
+            "supported": SUPPORTED_EXTENSIONS | IMAGE_EXTENSIONS
+            if self.settings.ocr
+            else SUPPORTED_EXTENSIONS,
         }
 
     def index_paths(

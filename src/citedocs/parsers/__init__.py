@@ -3,6 +3,7 @@ indexed at all (None means skip the file)."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,18 +11,13 @@ from citedocs.errors import ParseError
 from citedocs.parsers.base import ParsedDocument, Segment, SegmentKind
 from citedocs.parsers.budget import PARSE_SECONDS, limited
 from citedocs.parsers.csvfile import parse_csv
-from citedocs.parsers.docx import parse_docx
-from citedocs.parsers.epub import parse_epub
 from citedocs.parsers.html import html_to_markdown, parse_html
 from citedocs.parsers.markdown import parse_markdown
 from citedocs.parsers.notebook import parse_notebook
 from citedocs.parsers.ocr import IMAGE_EXTENSIONS, OcrOptions, ocr_image_file, ocr_pdf
-from citedocs.parsers.odf import parse_ods, parse_odt
 from citedocs.parsers.pdf import is_scanned, parse_pdf
-from citedocs.parsers.pptx import parse_pptx
 from citedocs.parsers.rst import parse_rst
 from citedocs.parsers.text import parse_code, parse_text
-from citedocs.parsers.xlsx import parse_xlsx
 
 __all__ = [
     "CODE_EXTENSIONS",
@@ -62,15 +58,33 @@ _DOCUMENT_EXTENSIONS = {
     ".ipynb": "ipynb",
     ".epub": "epub",
 }
+
+# Office and e-book parsers load their libraries (python-docx, python-pptx, openpyxl, odfpy, ebooklib: ~0.4 s
+# together on 2 cores) on the first file of their kind, not at every start of the CLI or a server.
+_LAZY_PARSERS = {
+    "docx": ("citedocs.parsers.docx", "parse_docx"),
+    "pptx": ("citedocs.parsers.pptx", "parse_pptx"),
+    "xlsx": ("citedocs.parsers.xlsx", "parse_xlsx"),
+    "ods": ("citedocs.parsers.odf", "parse_ods"),
+    "odt": ("citedocs.parsers.odf", "parse_odt"),
+    "epub": ("citedocs.parsers.epub", "parse_epub"),
+}
+
+
+def _lazy(fmt: str) -> Callable[[bytes, str], ParsedDocument]:
+    module, name = _LAZY_PARSERS[fmt]
+
+    def parse(data: bytes, label: str) -> ParsedDocument:
+        function: Callable[[bytes, str], ParsedDocument] = getattr(importlib.import_module(module), name)
+        return function(data, label)
+
+    return parse
+
+
 _BINARY_PARSERS: dict[str, Callable[[bytes, str], ParsedDocument]] = {
+    **{fmt: _lazy(fmt) for fmt in _LAZY_PARSERS},
     "pdf": parse_pdf,
-    "docx": parse_docx,
-    "pptx": parse_pptx,
-    "xlsx": parse_xlsx,
-    "ods": parse_ods,
-    "odt": parse_odt,
     "ipynb": parse_notebook,
-    "epub": parse_epub,
     "markdown": parse_markdown,
     "rst": parse_rst,
     "html": parse_html,
