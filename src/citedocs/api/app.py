@@ -195,7 +195,8 @@ async def healthz(state: StateDep) -> dict[str, Any]:
 @router.get("/stats")
 async def stats(state: StateDep) -> dict[str, Any]:
     return {**state.answers.stats.snapshot(), "in_flight": state.slots.in_flight,
-            "max_concurrent": state.slots.limit}  # fmt: skip
+            "max_concurrent": state.slots.limit,
+            "model": {"name": state.model.label(), "state": state.model.state}}  # fmt: skip
 
 
 @router.get("/", include_in_schema=False)
