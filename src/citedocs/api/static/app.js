@@ -217,3 +217,16 @@ $("question").addEventListener("keydown", (event) => {
   }
 });
 $("stop").addEventListener("click", () => controller && controller.abort());
+
+// Which model answers (GET /stats `model`): shown under the title, refreshed while a local model loads.
+async function showModel() {
+  try {
+    const model = (await (await fetch("/stats")).json()).model || {};
+    const loading = ["starting", "restarting"].includes(model.state);
+    $("model").textContent = !model.name
+      ? "No language model: search works; run `citedocs model install` for answers."
+      : "Answers by " + model.name + (loading ? " (loading…)" : model.state === "failed" ? " (failed to start)" : "");
+    if (loading) setTimeout(showModel, 3000);
+  } catch (_) { /* the page still works without it */ }
+}
+showModel();
