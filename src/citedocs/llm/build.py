@@ -58,8 +58,11 @@ def build_llama_server(
         ["cmake", "-S", str(source), "-B", str(build), *CMAKE_OPTIONS],
         ["cmake", "--build", str(build), "--target", "llama-server", "-j", jobs],
     ]
+    # make writes to a pipe in blocks; line-buffered, the bar moves as each file compiles
+    unbuffered = ["stdbuf", "-oL"] if shutil.which("stdbuf") else []
     with open(log_path, "wb") as log:
         for command in steps:
+            command = [*unbuffered, *command]
             process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             assert process.stdout is not None
             for line in process.stdout:
