@@ -8,15 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TransferSpeedColumn,
-)
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from citedocs.cli.common import JsonOption, console, out, print_json, run, settings_for
 
@@ -31,14 +23,18 @@ def _size(n: int) -> str:
 @contextmanager
 def _bars(enabled: bool) -> Iterator[Callable[[str, int, int | None], None]]:
     """A progress callback for `install`: one bar per step (bytes for downloads, percent for the build)."""
-    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[amount]}"),
                    TimeElapsedColumn(), console=console, disable=not enabled)  # fmt: skip
     tasks: dict[str, TaskID] = {}
 
     def update(label: str, done: int, total: int | None) -> None:
         if label not in tasks:
-            tasks[label] = bar.add_task(label, total=total)
-        bar.update(tasks[label], completed=done, total=total)
+            tasks[label] = bar.add_task(label, total=total, amount="")
+        if label.startswith("build"):  # percent of the build, not bytes
+            amount = f"{done}%"
+        else:
+            amount = f"{done / 1e6:,.1f}/{(total or 0) / 1e6:,.1f} MB"
+        bar.update(tasks[label], completed=done, total=total, amount=amount)
 
     with bar:
         yield update
