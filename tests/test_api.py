@@ -260,7 +260,9 @@ def test_without_a_model_search_and_refusals_work_and_answers_get_503(tmp_path: 
     app = create_app(library.settings, library)
     on_topic = call(app, "POST", "/ask", json={"question": QUESTION})
     hint = on_topic.json()["error"]["hint"]
-    assert on_topic.status_code == 503 and "CITEDOCS_LLM_BASE_URL" in hint and "citedocs model install" in hint
+    assert (
+        on_topic.status_code == 503 and "CITEDOCS_LLM_BASE_URL" in hint and "citedocs model install" in hint
+    )
     refused = call(app, "POST", "/ask?stream=false", json={"question": OFF_TOPIC})
     assert refused.status_code == 200 and refused.json()["data"]["refused"] is True
     assert call(app, "GET", "/healthz").json()["model"] == {"state": "none", "name": None}
