@@ -180,6 +180,7 @@ def test_unknown_names_and_broken_catalogues_say_what_to_do(tmp_path: Path) -> N
                 "smollm2-135m")  # fmt: skip
 
 
+@pytest.mark.slow  # ~10 CLI processes
 def test_list_and_remove_through_the_cli(tmp_path: Path) -> None:
     tiny = Tiny(tmp_path)
     with FakeIndex(tiny.files) as index:

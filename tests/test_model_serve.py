@@ -120,6 +120,7 @@ def test_serve_starts_the_installed_model_with_the_installed_server(tmp_path: Pa
         stop(proc)
 
 
+@pytest.mark.slow  # an MCP server process and a model server
 def test_mcp_offers_ask_and_answers_with_the_installed_model(tmp_path: Path) -> None:
     import anyio
     from mcp.client import Client
