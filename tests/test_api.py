@@ -249,7 +249,8 @@ def test_unknown_source_and_unknown_route_say_what_to_do(asgi: tuple[FastAPI, Fa
 def test_healthz_page_and_static_files(asgi: tuple[FastAPI, FakeOpenAI]) -> None:
     health = call(asgi[0], "GET", "/healthz").json()
     assert health == {"status": "ok", "in_flight": 0, "max_concurrent": 4,
-                      "model": {"state": "external", "base_url": asgi[1].base_url, "model": "fake"}}  # fmt: skip
+                      "model": {"state": "external", "name": f"fake at {asgi[1].base_url}",
+                                "base_url": asgi[1].base_url, "model": "fake"}}  # fmt: skip
     page = call(asgi[0], "GET", "/")
     assert page.status_code == 200 and "<script" in page.text and "http" not in page.text.split("<body")[0]
     assert call(asgi[0], "GET", "/static/app.js").status_code == 200
@@ -259,10 +260,14 @@ def test_without_a_model_search_and_refusals_work_and_answers_get_503(tmp_path: 
     library = make_library(tmp_path)
     app = create_app(library.settings, library)
     on_topic = call(app, "POST", "/ask", json={"question": QUESTION})
-    assert on_topic.status_code == 503 and "CITEDOCS_LLM_BASE_URL" in on_topic.json()["error"]["hint"]
+    hint = on_topic.json()["error"]["hint"]
+    assert (
+        on_topic.status_code == 503 and "CITEDOCS_LLM_BASE_URL" in hint and "citedocs model install" in hint
+    )
     refused = call(app, "POST", "/ask?stream=false", json={"question": OFF_TOPIC})
     assert refused.status_code == 200 and refused.json()["data"]["refused"] is True
-    assert call(app, "GET", "/healthz").json()["model"] == {"state": "none"}
+    assert call(app, "GET", "/healthz").json()["model"] == {"state": "none", "name": None}
+    assert call(app, "GET", "/stats").json()["model"] == {"state": "none", "name": None}
     library.close()
 
 

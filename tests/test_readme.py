@@ -24,6 +24,8 @@ def _first_screen_commands() -> list[str]:
 def test_the_first_screen_has_the_start_and_the_test_command() -> None:
     start, tests = _first_screen_commands()[:2]
     assert "pip install -e ." in start and "citedocs serve --folder examples/sample-docs" in start
+    steps = [step.strip() for step in start.split("&&")]
+    assert steps.index(".venv/bin/citedocs model install") < len(steps) - 1  # the model before the server
     assert 'pip install -e ".[dev]"' in tests and "pytest -q" in tests
 
 

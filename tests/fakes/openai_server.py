@@ -84,6 +84,7 @@ class FakeOpenAI:
         responder: Callable[[RecordedRequest], Reply] | None = None,
         model: str = "fake-model",
         stall_limit_s: float = 30.0,
+        port: int = 0,
     ) -> None:
         self._script = list(script)
         self._default = default or Reply()
@@ -91,7 +92,7 @@ class FakeOpenAI:
         self.model = model
         self.stall_limit_s = stall_limit_s
         self.requests: list[RecordedRequest] = []
-        self.port = 0
+        self.port = port  # 0: an ephemeral one
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
         self._thread: threading.Thread | None = None
@@ -142,7 +143,7 @@ class FakeOpenAI:
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
         await self._stopping.wait()

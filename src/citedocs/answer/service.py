@@ -203,7 +203,8 @@ class AnswerService:
             return
         if self.llm is None:
             yield self._error(prepared, "generation", "No language model is configured.",
-                              "Set CITEDOCS_LLM_BASE_URL, or CITEDOCS_LLM_GGUF for a local llama.cpp server.")  # fmt: skip
+                              "Run `citedocs model install`, or set CITEDOCS_LLM_BASE_URL, or CITEDOCS_LLM_GGUF for a local "
+                              "llama.cpp server.")  # fmt: skip
             return
         messages, _ = build_messages(prepared.question, prepared.hits)
         pieces: list[str] = []

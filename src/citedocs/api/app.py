@@ -208,7 +208,8 @@ async def healthz(state: StateDep) -> dict[str, Any]:
 async def stats(state: StateDep) -> dict[str, Any]:
     watch = await anyio.to_thread.run_sync(state.app.watch_status)  # each folder's watcher (docs/watching.md)
     return {**state.answers.stats.snapshot(), "in_flight": state.slots.in_flight,
-            "max_concurrent": state.slots.limit, "watch": watch}  # fmt: skip
+            "max_concurrent": state.slots.limit, "watch": watch,
+            "model": {"name": state.model.label(), "state": state.model.state}}  # fmt: skip
 
 
 @router.get("/", include_in_schema=False)

@@ -47,7 +47,8 @@ class LlmProbe:
     async def check(self, handle: ModelHandle) -> dict[str, Any]:
         described = handle.describe()
         state = described["state"]
-        info: dict[str, Any] = {"configured": state != "none", "state": state, "model": described.get("model"),
+        info: dict[str, Any] = {"configured": state != "none", "state": state,
+                                "model": described.get("name") or described.get("model"),
                                 "base_url": described.get("base_url"), "reachable": None}  # fmt: skip
         if "endpoints" in described:
             info["reachable"] = any(e["state"] != "down" for e in described["endpoints"])

@@ -256,11 +256,14 @@ def _embedder_line(embedder: dict[str, Any]) -> str:
 def _llm_line(llm: dict[str, Any]) -> str:
     if llm["kind"] == "external":
         return f"LLM: {llm['base_url']} (model {llm['model']!r})"
+    if llm["kind"] == "installed":
+        return (f"LLM: installed model {llm['model']} ({llm['gguf']}) through {llm['llama_server']} "
+                "(started by `citedocs serve`, `ask` and `mcp`)")  # fmt: skip
     if llm["kind"] == "gguf":
         return f"LLM: {llm['gguf']} through {llm['llama_server']} (started by `citedocs serve` and `citedocs ask`)"
     return (
-        "LLM: none configured; search works, answers need CITEDOCS_LLM_BASE_URL or CITEDOCS_LLM_GGUF "
-        "(see docs/models.md)"
+        "LLM: none configured; search works; for answers run `citedocs model install`, or set "
+        "CITEDOCS_LLM_BASE_URL or CITEDOCS_LLM_GGUF (see docs/models.md)"
     )
 
 
@@ -431,11 +434,13 @@ def parse_read_target(target: str) -> tuple[str, int | None, int | None]:
 def _register_subcommands() -> None:
     from citedocs.cli.bench import bench_app
     from citedocs.cli.eval import eval_app
+    from citedocs.cli.model import register as register_model
     from citedocs.cli.servers import register as register_servers
     from citedocs.cli.sites import register as register_sites
 
     register_servers(app)
     register_sites(app)
+    register_model(app)
     app.add_typer(eval_app, name="eval")
     app.add_typer(bench_app, name="bench")
 

@@ -1,9 +1,10 @@
 """Where the API's language model comes from, and whether it can answer now.
 
-Three cases: a client passed in (tests, embedding apps) or `llm_base_url` (an external OpenAI-compatible
-server, or an `LLMPool` of them when it lists several URLs), a llama.cpp server started for `llm_gguf` (in the
-background, so the API and keyword search are up while the model loads), or none at all (search works, answers
-that pass the gate get 503 with a hint).
+Four cases, in this order: a client passed in (tests, embedding apps) or `llm_base_url` (an external
+OpenAI-compatible server, or an `LLMPool` of them when it lists several URLs), a llama.cpp server started for
+`llm_gguf` (in the background, so the API and keyword search are up while the model loads), the same for a model
+that `citedocs model install` installed, or none at all (search works, answers that pass the gate get 503 with
+a hint).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from citedocs.llm.client import ChatModel, LLMClient
+from citedocs.llm.install import chosen_model, server_binary
 from citedocs.llm.llama import LlamaServer
 from citedocs.llm.pool import LLMPool, split_urls
 from citedocs.llm.wire import redact_url
@@ -35,6 +37,10 @@ def configured_llm(settings: Settings) -> dict[str, Any]:
     if settings.llm_gguf:
         return {"configured": True, "kind": "gguf", "model": settings.llm_model, "gguf": settings.llm_gguf,
                 "llama_server": settings.llama_server}  # fmt: skip
+    installed = chosen_model(settings)
+    if installed is not None:
+        return {"configured": True, "kind": "installed", "model": installed.name, "gguf": installed.path,
+                "llama_server": server_binary(settings), "license": installed.license}  # fmt: skip
     return {"configured": False, "kind": "none", "model": None}
 
 
@@ -53,6 +59,7 @@ class ModelHandle:
         self._owns_client = owns_client
         self._starting: asyncio.Task[None] | None = None
         self.error = ""
+        self.name = ""  # an installed model's catalogue name, when it is what answers
 
     @classmethod
     def from_settings(cls, settings: Settings, llm: ChatModel | None = None) -> ModelHandle:
@@ -66,6 +73,13 @@ class ModelHandle:
             return cls(settings, LLMClient.from_settings(one), owns_client=True)
         if settings.llm_gguf:
             return cls(settings, server=LlamaServer.from_settings(settings), owns_client=True)
+        installed = chosen_model(settings)
+        if installed is not None:
+            local = settings.model_copy(update={"llm_gguf": installed.path, "llama_server": server_binary(settings),
+                                                "llm_model": installed.name})  # fmt: skip
+            handle = cls(local, server=LlamaServer.from_settings(local), owns_client=True)
+            handle.name = installed.name
+            return handle
         return cls(settings)
 
     async def start(self, on_ready: Callable[[LLMClient], None]) -> None:
@@ -113,15 +127,32 @@ class ModelHandle:
             return None
         if state == "none":
             return (503, "No language model is configured, so questions cannot be answered (search works).",
-                    "Set CITEDOCS_LLM_BASE_URL to an OpenAI-compatible server, or CITEDOCS_LLM_GGUF to a GGUF "
-                    "file for a local llama.cpp server.")  # fmt: skip
+                    "Run `citedocs model install` (a local model, minutes the first time), or set "
+                    "CITEDOCS_LLM_BASE_URL to an OpenAI-compatible server, or CITEDOCS_LLM_GGUF to a GGUF file.")  # fmt: skip
         if state in ("starting", "restarting", "stopped"):
             return (503, f"The local model server is {state}.", "Retry in a few seconds.")
-        return (503, f"The local model server failed: {self.error or self.describe().get('last_error')}",
-                "Check CITEDOCS_LLM_GGUF and CITEDOCS_LLAMA_SERVER, then restart the server.")  # fmt: skip
+        hint = (f"Run `citedocs model install --model {self.name}` to check the model and server again, then "
+                "restart." if self.name else "Check CITEDOCS_LLM_GGUF and CITEDOCS_LLAMA_SERVER, then restart the server.")  # fmt: skip
+        return (
+            503,
+            f"The local model server failed: {self.error or self.describe().get('last_error')}",
+            hint,
+        )
+
+    def label(self) -> str | None:
+        """Which model answers, in a few words a page can show (None when there is none)."""
+        if self.name:
+            return self.name
+        if self.server is not None:
+            return self.server.gguf.name
+        if self.client is None:
+            return None
+        return f"{self.client.model} at " + ",".join(
+            redact_url(url) for url in split_urls(self.client.base_url)
+        )
 
     def describe(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"state": self.state}
+        data: dict[str, Any] = {"state": self.state, "name": self.label()}
         if self.client is not None:
             data["base_url"] = ",".join(redact_url(url) for url in split_urls(self.client.base_url))
             data["model"] = self.client.model

@@ -101,7 +101,10 @@ def build_server(app: Citedocs, *, read_only: bool = False, max_chars: int | Non
 
 
 def answers_enabled(app: Citedocs) -> bool:
-    return bool(app.settings.llm_base_url or app.settings.llm_gguf)
+    """A base URL, a GGUF or an installed model (`citedocs model install`): the settings alone decide."""
+    from citedocs.llm.model import configured_llm
+
+    return bool(configured_llm(app.settings)["configured"])
 
 
 def instructions_for(app: Citedocs, *, read_only: bool, max_chars: int) -> str:

@@ -46,7 +46,7 @@ function row(term, value) {
 }
 
 function llmText(llm) {
-  if (!llm.configured) return "none configured (answers off; search works)";
+  if (!llm.configured) return "none configured (answers off; search works; `citedocs model install` sets one up)";
   const reach = llm.reachable === true ? "reachable" : llm.reachable === false ? "not reachable" : llm.state;
   return (llm.model || "model") + " — " + reach + (llm.error ? " (" + llm.error + ")" : "");
 }
