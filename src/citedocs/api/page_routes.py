@@ -48,7 +48,7 @@ class LlmProbe:
         described = handle.describe()
         state = described["state"]
         info: dict[str, Any] = {"configured": state != "none", "state": state,
-                                "model": described.get("name") or described.get("model"),
+                                "model": (handle.name or described.get("model") or described.get("name")),
                                 "base_url": described.get("base_url"), "reachable": None}  # fmt: skip
         if "endpoints" in described:
             info["reachable"] = any(e["state"] != "down" for e in described["endpoints"])
