@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from citedocs.errors import StoreError
-from citedocs.store.base import GenerationCached, Store, document_filter
-from citedocs.store.records import ChunkRecord, Job
+from citedocs.store.base import Connection, GenerationCached, Store, document_filter
+from citedocs.store.records import ChunkRecord, Job, KeywordRow
 
 try:
     import psycopg
@@ -312,6 +312,38 @@ class PostgresStore(Store):
         args = [float(heading_weight), wanted, total, max(avg_length, 1e-9), *filter_args, k]
         rows = self._conn().execute(sql, args).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    def keyword_terms(self, text: str) -> list[str]:
+        return [t[:MAX_TERM_CHARS] for t in text.split()]
+
+    def _keyword_rows_sql(self) -> str:
+        # The postings hold each term's count per column; a term repeated that many times gives BM25 the
+        # same frequencies and length as the chunk's own term string.
+        return (
+            "SELECT c.id, d.source_id, d.format, "
+            "(SELECT string_agg(repeat(p.term || ' ', p.in_heading), '') FROM postings p WHERE p.chunk_id = c.id), "
+            "(SELECT string_agg(repeat(p.term || ' ', p.in_body), '') FROM postings p WHERE p.chunk_id = c.id) "
+            "FROM chunks c JOIN documents d ON d.id = c.document_id"
+        )
+
+    @contextmanager
+    def _read_snapshot(self) -> Iterator[Connection]:
+        conn = self._conn()
+        try:
+            with conn.raw.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise _lost(self.path, exc) from None
+
+    def _stream(self, conn: Connection, sql: str) -> Iterable[KeywordRow]:
+        """A server-side cursor: the whole index never sits in this process as rows at once."""
+        assert isinstance(conn, _Connection)
+        with conn.raw.cursor(name="citedocs_keyword_rows") as cur:
+            cur.itersize = 2000
+            cur.execute(sql)
+            for row in cur:
+                yield (int(row[0]), int(row[1]), row[2], row[3] or "", row[4] or "")
 
     def holds_cjk_text(self) -> bool:
         row = (
