@@ -16,6 +16,7 @@ set is doubled, so the top k and their order (ties by rowid) are FTS5's.
 from __future__ import annotations
 
 import math
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -111,14 +112,10 @@ def build_segment(
 ) -> Segment:
     """Postings of `rows` (in ascending rowid order); impacts at the segment's own avgdl until `with_impacts`."""
     vocab: dict[str, int] = {}
-    term_ids: list[int] = []
-    freqs: list[float] = []
-    counts: list[int] = []
-    rowids: list[int] = []
-    lengths: list[int] = []
-    sources: list[int] = []
+    # Typed arrays, not lists: at 100x SciFact the postings are ~60M numbers, 8 bytes each here instead of ~36.
+    term_ids, freqs, counts = array("i"), array("f"), array("q")
+    rowids, lengths, sources, formats = array("q"), array("i"), array("i"), array("h")
     format_codes: dict[str | None, int] = {}
-    formats: list[int] = []
     setdefault = vocab.setdefault
     for rowid, source_id, fmt, heading, body in rows:
         head_terms = tokens(heading or "")
@@ -134,24 +131,24 @@ def build_segment(
         sources.append(source_id)
         formats.append(format_codes.setdefault(fmt, len(format_codes)))
     n_terms = len(vocab)
-    tids = np.asarray(term_ids, dtype=np.int32)
-    local_rows = np.repeat(np.arange(len(rowids), dtype=np.int32), np.asarray(counts, dtype=np.int64))
+    tids = np.frombuffer(term_ids, dtype=np.int32)
+    local_rows = np.repeat(np.arange(len(rowids), dtype=np.int32), np.frombuffer(counts, dtype=np.int64))
     order = np.argsort(tids, kind="stable")  # by term, rows stay ascending within each term
     offsets = np.zeros(n_terms + 1, dtype=np.int64)
     np.cumsum(np.bincount(tids, minlength=n_terms), out=offsets[1:])
-    length_array = np.asarray(lengths, dtype=np.int32)
+    length_array = np.frombuffer(lengths, dtype=np.int32).copy()
     total = int(length_array.sum(dtype=np.int64))
     segment = Segment(
         vocab=vocab,
         offsets=offsets,
         rows=local_rows[order],
-        tf=np.asarray(freqs, dtype=np.float32)[order],
+        tf=np.frombuffer(freqs, dtype=np.float32)[order],
         impacts=np.zeros(0, dtype=np.float32),
         avgdl=0.0,
-        rowids=np.asarray(rowids, dtype=np.int64),
+        rowids=np.frombuffer(rowids, dtype=np.int64).copy(),
         lengths=length_array,
-        sources=np.asarray(sources, dtype=np.int32),
-        formats=np.asarray(formats, dtype=np.int16),
+        sources=np.frombuffer(sources, dtype=np.int32).copy(),
+        formats=np.frombuffer(formats, dtype=np.int16).copy(),
         format_names=tuple(format_codes),
         dead=np.zeros(0, dtype=np.int32),
     )
