@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,9 +42,18 @@ class _State:
 class KeywordIndex:
     """BM25 over the store's keyword terms, from memory; `ranking` returns None when the store must answer."""
 
-    def __init__(self, store: Store, heading_weight: float = 2.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        heading_weight: float = 2.0,
+        *,
+        sync_changes: int = SYNC_CHANGES,
+        rebuild_fraction: float = REBUILD_FRACTION,
+    ) -> None:
         self.store = store
         self.heading_weight = heading_weight
+        self.sync_changes = sync_changes
+        self.rebuild_fraction = rebuild_fraction
         self._state: _State | None = None
         self._update = threading.Lock()  # one thread applies changes; the others use the store meanwhile
         self._builder: threading.Thread | None = None
@@ -115,7 +124,7 @@ class KeywordIndex:
     # -- keeping it current ------------------------------------------------------------------------
     def _catch_up(self, state: _State, generation: int) -> _State | None:
         changes = self.store.keyword_changes(state.seq)
-        if changes is None or len(changes.added) + len(changes.removed) > SYNC_CHANGES:
+        if changes is None or len(changes.added) + len(changes.removed) > self.sync_changes:
             self._stale = True  # until the rebuild lands, the store answers (no log re-read per search)
             self.start_build(force=True)
             return None
@@ -136,7 +145,7 @@ class KeywordIndex:
         self._state = new
         first = segments[0]
         grown = sum(len(s) for s in segments[1:]) + int(first.dead.shape[0])
-        if grown > REBUILD_FRACTION * max(len(first), 1):
+        if grown > self.rebuild_fraction * max(len(first), 1):
             self.start_build(force=True)
         return new
 
@@ -194,7 +203,10 @@ class KeywordIndex:
         return 0 if state is None else state.stats.rows
 
 
-def _filter(source_ids: Sequence[int] | None, formats: Sequence[str] | None):  # type: ignore[no-untyped-def]
+def _filter(
+    source_ids: Sequence[int] | None, formats: Sequence[str] | None
+) -> Callable[[Segment], np.ndarray] | None:
+    """The row mask of a segment for these sources and formats (exact: every row carries both)."""
     if source_ids is None and formats is None:
         return None
     sources = None if source_ids is None else np.asarray(list(source_ids), dtype=np.int32)
