@@ -264,21 +264,23 @@ def rank(
         matched = np.flatnonzero(scores)
         drift = max(0.0, avgdl / segment.avgdl - 1.0) if segment.avgdl else 0.0
         partial.append((segment, segment_spans, scores, matched, drift + float_error))
-    want = 2 * k + 16
+    want = k + max(16, k // 4)
     while True:
-        found: list[tuple[float, int]] = []
+        exact_parts, rowid_parts = [], []
         bound = 0.0
         for segment, segment_spans, scores, matched, error in partial:
             candidates = matched
             if matched.shape[0] > want:
                 top = np.argpartition(-scores[matched], want - 1)[:want]
-                candidates = matched[top]
+                candidates = np.sort(matched[top])  # sorted: each term's searchsorted walks forward
                 bound = max(bound, float(scores[candidates].min()) * (1.0 + error))
-            exact = _exact(segment, segment_spans, idfs, candidates, avgdl)
-            found.extend(zip(exact.tolist(), segment.rowids[candidates].tolist(), strict=True))
-        found.sort(key=lambda item: (-item[0], item[1]))
-        if bound == 0.0 or (len(found) >= k and found[k - 1][0] > bound):
-            return [(rowid, score) for score, rowid in found[:k]]
+            exact_parts.append(_exact(segment, segment_spans, idfs, candidates, avgdl))
+            rowid_parts.append(segment.rowids[candidates])
+        exact = np.concatenate(exact_parts)
+        rowids = np.concatenate(rowid_parts)
+        order = np.lexsort((rowids, -exact))[:k]
+        if bound == 0.0 or (order.shape[0] >= k and float(exact[order[-1]]) > bound):
+            return list(zip(rowids[order].tolist(), exact[order].tolist(), strict=True))
         want *= 2
 
 
@@ -289,14 +291,21 @@ def _exact(
     candidates: np.ndarray,
     avgdl: float,
 ) -> np.ndarray:
-    """FTS5's bm25 sum for these rows, term by term in query order, in float64 as sqlite computes it."""
-    score = np.zeros(candidates.shape[0], dtype=np.float64)
-    lengths = segment.lengths[candidates].astype(np.float64)
-    for span, weight in zip(spans, idfs, strict=True):
-        if span is None:
+    """FTS5's bm25 sum for these rows in float64, term by term in query order, as sqlite computes it.
+
+    A term a row lacks adds idf·0 = 0.0, exactly as FTS5's loop over phrases does; reducing the (terms ×
+    rows) matrix over its first axis adds row after row, the same order of additions."""
+    freqs = np.zeros((len(spans), candidates.shape[0]), dtype=np.float64)
+    for i, span in enumerate(spans):
+        if span is None or span.stop == span.start:
             continue
         rows = segment.rows[span]
-        pos = np.minimum(np.searchsorted(rows, candidates), rows.shape[0] - 1)
-        f = np.where(rows[pos] == candidates, segment.tf[span][pos].astype(np.float64), 0.0)
-        score += weight * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * lengths / avgdl)))
+        pos = np.searchsorted(rows, candidates)
+        np.minimum(pos, rows.shape[0] - 1, out=pos)
+        hit = rows[pos] == candidates
+        freqs[i, hit] = segment.tf[span][pos[hit]]
+    norm = K1 * (1 - B + B * segment.lengths[candidates].astype(np.float64) / avgdl)
+    weights = np.asarray(idfs, dtype=np.float64)[:, None]
+    contributions = weights * ((freqs * (K1 + 1.0)) / (freqs + norm))
+    score: np.ndarray = np.add.reduce(contributions, axis=0)
     return score

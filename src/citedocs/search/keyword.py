@@ -25,14 +25,12 @@ def keyword_ranking(
     index: KeywordIndex | None = None,
 ) -> list[tuple[int, float]]:
     """(chunk rowid, score) best first; user text can never be an FTS syntax error."""
-    counts: Callable[[Sequence[str]], dict[str, int]] = store.term_document_counts
-    if index is not None:
-        counts = lambda terms: index.document_counts(terms) or store.term_document_counts(terms)  # noqa: E731
-    terms = effective_terms(store, query, counts)
+    view = index.view() if index is not None else None
+    terms = effective_terms(store, query, view.document_counts if view is not None else None)
     if not terms:
         return []
-    if index is not None:
-        ranked = index.ranking(terms, k, source_ids=source_ids, formats=formats)
+    if view is not None:
+        ranked = view.ranking(terms, k, source_ids=source_ids, formats=formats)
         if ranked is not None:
             return ranked
     return store.keyword_search(

@@ -24,7 +24,7 @@ from citedocs.search.impacts import Segment, Stats, build_segment, document_coun
 from citedocs.store import Store
 from citedocs.store.records import KeywordRow
 
-__all__ = ["KeywordIndex"]
+__all__ = ["KeywordIndex", "KeywordView"]
 
 SYNC_CHANGES = 5_000  # chunks added or removed that a search applies itself; more go to a background build
 MAX_SEGMENTS = 6  # small segments beyond the first before they are merged into one
@@ -37,6 +37,37 @@ class _State:
     stats: Stats
     seq: int  # change-log position the segments reflect
     generation: int  # store generation when last checked
+
+
+class KeywordView:
+    """One search's look at the index: every question it asks sees the same segments."""
+
+    def __init__(self, store: Store, state: _State) -> None:
+        self.store = store
+        self.state = state
+
+    def ranking(
+        self,
+        terms: Sequence[str],
+        k: int,
+        *,
+        source_ids: Sequence[int] | None = None,
+        formats: Sequence[str] | None = None,
+    ) -> list[tuple[int, float]] | None:
+        tokens: list[str] = []
+        for term in terms:
+            parts = self.store.keyword_terms(term)
+            if len(parts) != 1:  # FTS5 would search these as a phrase: positions this index does not keep
+                return None
+            tokens.append(parts[0])
+        return rank(self.state.segments, self.state.stats, tokens, k, _filter(source_ids, formats))
+
+    def document_counts(self, terms: Sequence[str]) -> dict[str, int]:
+        out = {}
+        for term in terms:
+            parts = self.store.keyword_terms(term)
+            out[term] = document_count(self.state.segments, parts[0]) if len(parts) == 1 else 0
+        return out
 
 
 class KeywordIndex:
@@ -65,6 +96,11 @@ class KeywordIndex:
         self.last_error: str | None = None
 
     # -- what search uses --------------------------------------------------------------------------
+    def view(self) -> KeywordView | None:
+        """The index as of the store's latest generation (one cheap check), or None: ask the store."""
+        state = self.current()
+        return None if state is None else KeywordView(self.store, state)
+
     def ranking(
         self,
         terms: Sequence[str],
@@ -74,28 +110,13 @@ class KeywordIndex:
         formats: Sequence[str] | None = None,
     ) -> list[tuple[int, float]] | None:
         """(chunk rowid, BM25 score) best first, equal to the store's `keyword_search`; None: ask the store."""
-        state = self.current()
-        if state is None:
-            return None
-        tokens: list[str] = []
-        for term in terms:
-            parts = self.store.keyword_terms(term)
-            if len(parts) != 1:  # FTS5 would search these as a phrase: positions this index does not keep
-                return None
-            tokens.append(parts[0])
-        allowed = _filter(source_ids, formats)
-        return rank(state.segments, state.stats, tokens, k, allowed)
+        view = self.view()
+        return None if view is None else view.ranking(terms, k, source_ids=source_ids, formats=formats)
 
     def document_counts(self, terms: Sequence[str]) -> dict[str, int] | None:
         """Chunks holding each term (as `Store.term_document_counts`); None when not current."""
-        state = self.current()
-        if state is None:
-            return None
-        out = {}
-        for term in terms:
-            parts = self.store.keyword_terms(term)
-            out[term] = document_count(state.segments, parts[0]) if len(parts) == 1 else 0
-        return out
+        view = self.view()
+        return None if view is None else view.document_counts(terms)
 
     def current(self) -> _State | None:
         """The index as of the store's latest generation, or None (a build was started or is running)."""

@@ -200,8 +200,9 @@ class Store(ABC):
         """The keyword index's own terms for a stored string of analysed terms (what BM25 counts)."""
 
     @abstractmethod
-    def _keyword_rows_sql(self) -> str:
-        """SELECT of KeywordRow columns for chunks `c` (joined with documents `d`), before any WHERE."""
+    def _keyword_rows_sql(self, every: bool = False) -> str:
+        """SELECT of KeywordRow columns for chunks `c` (joined with documents `d`), before any WHERE;
+        `every`: for all chunks at once (a backend may read them another way then)."""
 
     @contextmanager
     def _read_snapshot(self) -> Iterator[Connection]:
@@ -221,7 +222,7 @@ class Store(ABC):
         """(change-log position, every chunk's KeywordRow in rowid order), both from one snapshot."""
         with self._read_snapshot() as conn:
             seq = self._change_seq(conn)
-            yield seq, self._stream(conn, self._keyword_rows_sql() + " ORDER BY c.id")
+            yield seq, self._stream(conn, self._keyword_rows_sql(every=True) + " ORDER BY c.id")
 
     def _stream(self, conn: Connection, sql: str) -> Iterable[KeywordRow]:
         return (tuple(row) for row in conn.execute(sql))

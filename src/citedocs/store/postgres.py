@@ -316,9 +316,18 @@ class PostgresStore(Store):
     def keyword_terms(self, text: str) -> list[str]:
         return [t[:MAX_TERM_CHARS] for t in text.split()]
 
-    def _keyword_rows_sql(self) -> str:
+    def _keyword_rows_sql(self, every: bool = False) -> str:
         # The postings hold each term's count per column; a term repeated that many times gives BM25 the
-        # same frequencies and length as the chunk's own term string.
+        # same frequencies and length as the chunk's own term string. For every chunk, one aggregation over
+        # the postings (measured: a subquery per chunk took 7 s for SciFact's 5.5k chunks).
+        if every:
+            return (
+                "SELECT c.id, d.source_id, d.format, p.h, p.b FROM chunks c "
+                "JOIN documents d ON d.id = c.document_id LEFT JOIN ("
+                "SELECT chunk_id, string_agg(repeat(term || ' ', in_heading), '') AS h, "
+                "string_agg(repeat(term || ' ', in_body), '') AS b FROM postings GROUP BY chunk_id"
+                ") p ON p.chunk_id = c.id"
+            )
         return (
             "SELECT c.id, d.source_id, d.format, "
             "(SELECT string_agg(repeat(p.term || ' ', p.in_heading), '') FROM postings p WHERE p.chunk_id = c.id), "

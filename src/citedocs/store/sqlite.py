@@ -118,7 +118,7 @@ class SQLiteStore(Store):
     def keyword_terms(self, text: str) -> list[str]:
         return fts5_tokens(text)
 
-    def _keyword_rows_sql(self) -> str:
+    def _keyword_rows_sql(self, every: bool = False) -> str:
         # FTS5's content table holds the indexed strings; reading it directly skips the virtual table.
         return (
             "SELECT c.id, d.source_id, d.format, f.c0, f.c1 FROM chunks c "
