@@ -235,3 +235,24 @@ def test_an_empty_index_builds_and_answers_nothing(tmp_path: Path) -> None:
     store.replace_document(source.id, _doc("a/x.md"), [_chunk(0, "anything at all")])
     assert len(index.ranking(["anyth"], 5) or []) == 1
     store.close()
+
+
+def test_status_says_where_keyword_search_runs_and_the_setting_turns_memory_off(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Rotation\n\nOld logs are rotated nightly.\n", encoding="utf-8")
+    for memory, state in ((True, "memory"), (False, "off")):
+        app = Citedocs(Settings(db=str(tmp_path / f"{memory}.sqlite3"), embedder="none", keyword_memory=memory))
+        try:
+            app.add_folder(docs)
+            app.index()
+            first = app.search("rotated logs", mode="keyword").hits  # starts the build; the store answers
+            app.engine.keyword.wait(30)
+            again = app.search("rotated logs", mode="keyword").hits
+            assert [h.chunk_id for h in first] == [h.chunk_id for h in again] and again
+            assert [h.score for h in first] == [h.score for h in again]
+            status = app.status()["keyword_index"]
+            assert status["state"] == state
+            assert (status["chunks"] == 1) is memory
+        finally:
+            app.close()

@@ -80,7 +80,9 @@ class Citedocs:
             threading.Lock()
         )  # apart from the index lock: a site search must not wait for indexing
         self.embedder: LazyEmbedder | None = make_embedder(settings, self._embedder_choice())
-        self.engine = SearchEngine(self.store, self.embedder, settings.search_mode)
+        self.engine = SearchEngine(
+            self.store, self.embedder, settings.search_mode, keyword_memory=settings.keyword_memory
+        )
         self._embed_thread: threading.Thread | None = None
         self._closing = threading.Event()
         self._sites: SiteService | None = None
@@ -312,6 +314,7 @@ class Citedocs:
             "sources": [s.to_dict() for s in self.list_sources()],
             "jobs": jobs,
             "failures": [{"path": p, "reason": r} for p, r in self.store.failed_documents()],
+            "keyword_index": self.engine.keyword.status(),
         }
 
     # -- search -----------------------------------------------------------------------------------

@@ -80,12 +80,19 @@ def hit_from_chunk(chunk: StoredChunk, score: float, terms: Sequence[str]) -> Hi
 
 
 class SearchEngine:
-    def __init__(self, store: Store, embedder: LazyEmbedder | None, default_mode: str = "hybrid") -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: LazyEmbedder | None,
+        default_mode: str = "hybrid",
+        *,
+        keyword_memory: bool = True,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.default_mode = default_mode
         self.vectors = VectorSearch(store)
-        self.keyword = KeywordIndex(store, HEADING_WEIGHT)
+        self.keyword = KeywordIndex(store, HEADING_WEIGHT, enabled=keyword_memory)
         self._lock = threading.Lock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 

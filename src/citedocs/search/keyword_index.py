@@ -80,8 +80,10 @@ class KeywordIndex:
         *,
         sync_changes: int = SYNC_CHANGES,
         rebuild_fraction: float = REBUILD_FRACTION,
+        enabled: bool = True,
     ) -> None:
         self.store = store
+        self.enabled = enabled
         self.heading_weight = heading_weight
         self.sync_changes = sync_changes
         self.rebuild_fraction = rebuild_fraction
@@ -122,7 +124,8 @@ class KeywordIndex:
         """The index as of the store's latest generation, or None (a build was started or is running)."""
         state = self._state
         if state is None:
-            self.start_build()
+            if self.enabled:
+                self.start_build()
             return None
         changed, generation = self.store.changed_since(state.generation)
         if not changed:
@@ -131,7 +134,7 @@ class KeywordIndex:
             self.start_build(force=True)  # no-op while it runs; restarts one that failed
             return None
         if not self._update.acquire(blocking=False):
-            return None  # another thread is applying the same change
+            return state  # another thread is applying it: this search is concurrent with that write anyway
         try:
             state = self._state
             if state is None:
@@ -204,6 +207,8 @@ class KeywordIndex:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Build now if needed and wait for it (tests, benchmarks, a server warming up); True when current."""
+        if not self.enabled:
+            return False
         if self._state is None:
             self.start_build()
         self._built.wait(timeout)
@@ -211,6 +216,19 @@ class KeywordIndex:
         if builder is not None:
             builder.join(timeout)
         return self.current() is not None
+
+    def status(self) -> dict[str, object]:
+        """For `citedocs status`: whether keyword search runs from memory, and what that costs."""
+        builder = self._builder
+        building = builder is not None and builder.is_alive()
+        state = (
+            "memory" if self._state is not None and not self._stale else "building" if building else "store"
+        )
+        if not self.enabled:
+            state = "off"  # CITEDOCS_KEYWORD_MEMORY=false
+        return {"state": state, "chunks": self.chunks, "bytes": self.nbytes, "builds": self.builds,
+                "load_seconds": None if self.load_seconds is None else round(self.load_seconds, 3),
+                "error": self.last_error}  # fmt: skip
 
     @property
     def nbytes(self) -> int:
