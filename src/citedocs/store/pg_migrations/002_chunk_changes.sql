@@ -10,7 +10,7 @@ CREATE TABLE chunk_changes (
 
 CREATE FUNCTION chunks_changes_lock() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_advisory_xact_lock(1667855461, 1);  -- LOCK_NAMESPACE ("cite"), CHANGE_LOG_LOCK
+    PERFORM pg_advisory_xact_lock(1667855468, 0);  -- "citl": not LOCK_NAMESPACE, whose keys are source ids
     RETURN NULL;
 END $$;
 CREATE TRIGGER chunks_changes_lock BEFORE INSERT OR DELETE ON chunks
