@@ -93,7 +93,22 @@ def _doc(path: str, fmt: str = "markdown", sha: str = "x") -> DocumentRecord:
     return DocumentRecord(path, path, fmt, 10, 1, sha, "indexed")
 
 
-WORDS = ["install", "server", "config", "token", "cache", "index", "query", "rotate", "log", "disk", "mount", "backup", "restore", "user"]
+WORDS = [
+    "install",
+    "server",
+    "config",
+    "token",
+    "cache",
+    "index",
+    "query",
+    "rotate",
+    "log",
+    "disk",
+    "mount",
+    "backup",
+    "restore",
+    "user",
+]
 
 
 def _text(i: int) -> str:
@@ -242,7 +257,9 @@ def test_status_says_where_keyword_search_runs_and_the_setting_turns_memory_off(
     docs.mkdir()
     (docs / "a.md").write_text("# Rotation\n\nOld logs are rotated nightly.\n", encoding="utf-8")
     for memory, state in ((True, "memory"), (False, "off")):
-        app = Citedocs(Settings(db=str(tmp_path / f"{memory}.sqlite3"), embedder="none", keyword_memory=memory))
+        app = Citedocs(
+            Settings(db=str(tmp_path / f"{memory}.sqlite3"), embedder="none", keyword_memory=memory)
+        )
         try:
             app.add_folder(docs)
             app.index()

@@ -30,7 +30,7 @@ try:
 except ImportError:  # pragma: no cover - exercised only where the extra is missing
     psycopg = None  # type: ignore[assignment]
 
-LOCK_NAMESPACE = 0x63697465  # "cite": first key of citedocs' advisory locks (0x6369746C "citl": the change log)
+LOCK_NAMESPACE = 0x63697465  # "cite": first key of our advisory locks ("citl" 0x6369746C: the change log)
 MIGRATION_LOCK = 0
 MAX_TERM_CHARS = 200  # a btree entry must stay under ~2.7 kB; longer "terms" are base64 and such
 _K1, _B = 1.2, 0.75  # FTS5's bm25() constants
