@@ -261,19 +261,21 @@ def rank(
         mask = allowed(segment) if allowed is not None else None
         if mask is not None:
             scores[~mask] = 0.0
-        matched = np.flatnonzero(scores)
         drift = max(0.0, avgdl / segment.avgdl - 1.0) if segment.avgdl else 0.0
-        partial.append((segment, segment_spans, scores, matched, drift + float_error))
+        partial.append((segment, segment_spans, scores, drift + float_error))
     want = k + max(16, k // 4)
     while True:
         exact_parts, rowid_parts = [], []
         bound = 0.0
-        for segment, segment_spans, scores, matched, error in partial:
-            candidates = matched
-            if matched.shape[0] > want:
-                top = np.argpartition(-scores[matched], want - 1)[:want]
-                candidates = np.sort(matched[top])  # sorted: each term's searchsorted walks forward
-                bound = max(bound, float(scores[candidates].min()) * (1.0 + error))
+        for segment, segment_spans, scores, error in partial:
+            if scores.shape[0] > want:  # the `want` best rows, without first listing every matched one
+                top = np.argpartition(scores, scores.shape[0] - want)[scores.shape[0] - want :]
+                floor = float(scores[top].min())
+                if floor > 0.0:  # rows left out may have matched too
+                    bound = max(bound, floor * (1.0 + error))
+                candidates = np.sort(top[scores[top] > 0.0])  # sorted: each term's searchsorted walks forward
+            else:
+                candidates = np.flatnonzero(scores)
             exact_parts.append(_exact(segment, segment_spans, idfs, candidates, avgdl))
             rowid_parts.append(segment.rowids[candidates])
         exact = np.concatenate(exact_parts)
