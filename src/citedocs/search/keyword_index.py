@@ -91,7 +91,6 @@ class KeywordIndex:
         self._update = threading.Lock()  # one thread applies changes; the others use the store meanwhile
         self._builder: threading.Thread | None = None
         self._builder_lock = threading.Lock()
-        self._built = threading.Event()
         self._stale = False
         self.load_seconds: float | None = None
         self.builds = 0
@@ -183,7 +182,6 @@ class KeywordIndex:
                 return
             if self._state is not None and not force:
                 return
-            self._built.clear()
             self._builder = threading.Thread(target=self._build, name="citedocs-keyword-index", daemon=True)
             self._builder.start()
 
@@ -202,20 +200,26 @@ class KeywordIndex:
             self.last_error = None
         except Exception as exc:  # the store answers meanwhile; the next search tries again
             self.last_error = f"{type(exc).__name__}: {exc}"
-        finally:
-            self._built.set()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Build now if needed and wait for it (tests, benchmarks, a server warming up); True when current."""
+        """Build now if needed and wait until the index is current (tests, benchmarks, a server warming up);
+        False when it is not within `timeout` (or is off). A build that lands behind later writes is
+        followed by another, so this waits for that one too."""
         if not self.enabled:
             return False
-        if self._state is None:
-            self.start_build()
-        self._built.wait(timeout)
-        builder = self._builder
-        if builder is not None:
-            builder.join(timeout)
-        return self.current() is not None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self._state is None:
+                self.start_build()
+            builder = self._builder
+            if builder is not None:
+                builder.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if self.current() is not None:
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            if self.last_error is not None:
+                return False  # the build failed; the store answers (status shows the error)
 
     def status(self) -> dict[str, object]:
         """For `citedocs status`: whether keyword search runs from memory, and what that costs."""
