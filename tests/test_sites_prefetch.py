@@ -137,12 +137,13 @@ def test_mcp_add_doc_source_can_prefetch_in_the_background(
             result = await client.call_tool("add_doc_source", {"name": "claude", "llms_txt_url": llms_txt,
                                                                "fetch_pages": 6})  # fmt: skip
             assert not result.is_error and "background" in result.structured_content["prefetch"]
-            for _ in range(200):
-                status = await client.call_tool("index_status", {})
-                text = str(status.structured_content)
-                if "'fetch'" in text and "'done'" in text:
+            for _ in range(400):
+                status = (await client.call_tool("index_status", {})).structured_content
+                jobs = [j for j in status["indexing"]["jobs"] if j["kind"] == "fetch"]
+                if jobs and jobs[0]["state"] == "done":
                     break
                 await anyio.sleep(0.05)
+            assert jobs and jobs[0]["state"] == "done" and jobs[0]["done"] == 6, jobs
             hits = await client.call_tool("search", {"query": "ticket routing evaluation", "mode": "keyword"})
             assert not hits.is_error
 

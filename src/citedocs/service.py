@@ -93,7 +93,9 @@ class Citedocs:
             threading.Lock()
         )  # apart from the index lock: a site search must not wait for indexing
         self.embedder: LazyEmbedder | None = make_embedder(settings, self._embedder_choice())
-        self.engine = SearchEngine(self.store, self.embedder, settings.search_mode)
+        self.engine = SearchEngine(
+            self.store, self.embedder, settings.search_mode, keyword_memory=settings.keyword_memory
+        )
         self._embed_thread: threading.Thread | None = None
         self._closing = threading.Event()
         self._sites: SiteService | None = None
@@ -412,6 +414,7 @@ class Citedocs:
             "failures": [{"path": p, "reason": r} for p, r in self.store.failed_documents()],
             "watch": self.watch_status(),
             "ocr": ocr_status(self.store, self.settings),
+            "keyword_index": self.engine.keyword.status(),
         }
 
     def file_types(self) -> dict[str, int]:

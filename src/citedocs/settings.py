@@ -65,6 +65,9 @@ class Settings(BaseSettings):
     search_mode: str = "hybrid"
     # how Japanese is cut into words: "auto" (SudachiPy when installed), "sudachi" or "bigram"
     cjk_segmenter: Literal["auto", "sudachi", "bigram"] = "auto"
+    # keyword BM25 from memory (built on the first search, kept current; same scores as the store's);
+    # false: every keyword search asks the store (no memory held, slower on large indexes)
+    keyword_memory: bool = True
 
     # embeddings: "auto" (packaged MiniLM, or multilingual e5 for a mostly-CJK index), "local" (MiniLM),
     # "local:e5", "none", "http" (OpenAI-compatible), "st:<model>"

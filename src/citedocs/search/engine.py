@@ -20,7 +20,8 @@ from citedocs.embed.lazy import LazyEmbedder
 from citedocs.errors import EmbedderError, InputError, ModelMismatchError, NotFoundError
 from citedocs.hits import LINK_FORMAT, Hit
 from citedocs.search.hybrid import CANDIDATES, VectorSearch, fuse
-from citedocs.search.keyword import keyword_ranking
+from citedocs.search.keyword import HEADING_WEIGHT, keyword_ranking
+from citedocs.search.keyword_index import KeywordIndex
 from citedocs.search.snippets import make_snippet
 from citedocs.store import Store, StoredChunk
 from citedocs.text.analyzer import query_terms
@@ -80,11 +81,19 @@ def hit_from_chunk(chunk: StoredChunk, score: float, terms: Sequence[str]) -> Hi
 
 
 class SearchEngine:
-    def __init__(self, store: Store, embedder: LazyEmbedder | None, default_mode: str = "hybrid") -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: LazyEmbedder | None,
+        default_mode: str = "hybrid",
+        *,
+        keyword_memory: bool = True,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.default_mode = default_mode
         self.vectors = VectorSearch(store)
+        self.keyword = KeywordIndex(store, HEADING_WEIGHT, enabled=keyword_memory)
         self._lock = threading.Lock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
@@ -122,11 +131,19 @@ class SearchEngine:
         keyword: list[tuple[int, float]] | None = None
         note = None
         if mode == "keyword":
-            keyword = keyword_ranking(self.store, query, k, source_ids=source_ids, formats=formats)
+            keyword = keyword_ranking(
+                self.store, query, k, source_ids=source_ids, formats=formats, index=self.keyword
+            )
         else:
             # BM25 (SQLite) and the query embedding (onnxruntime) both release the GIL: run them side by side.
             pending = self._search_pool().submit(
-                keyword_ranking, self.store, query, depth, source_ids=source_ids, formats=formats
+                keyword_ranking,
+                self.store,
+                query,
+                depth,
+                source_ids=source_ids,
+                formats=formats,
+                index=self.keyword,
             )
             semantic, note = self._semantic(query, depth, source_ids, formats, mode, wait_for_model)
             keyword = pending.result()
@@ -211,7 +228,7 @@ class SearchEngine:
             note = note or "no vectors for this file; keyword similarity shown"
             chunks = self.store.chunks_of_document(document_id)
             text = " ".join(c.heading + " " + c.text[:400] for c in chunks[:8])
-            ranking = keyword_ranking(self.store, " ".join(query_terms(text)[:40]), 400)
+            ranking = keyword_ranking(self.store, " ".join(query_terms(text)[:40]), 400, index=self.keyword)
         best: dict[str, tuple[int, float]] = {}
         chunks_by_row = self.store.chunks_by_rowid([r for r, _ in ranking if r not in own])
         for rowid, score in ranking:

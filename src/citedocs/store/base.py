@@ -16,15 +16,24 @@ import os
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
 from citedocs.errors import NotFoundError, StoreError
 from citedocs.store.leases import Lease
-from citedocs.store.records import ChunkRecord, DocumentRecord, Job, Source, SourceKind, StoredChunk
+from citedocs.store.records import (
+    ChunkRecord,
+    DocumentRecord,
+    Job,
+    KeywordRow,
+    Source,
+    SourceKind,
+    StoredChunk,
+)
 
 CHUNK_COLUMNS = """
     c.id AS rowid, c.chunk_id, c.heading, c.page_start, c.page_end, c.line_start, c.line_end, c.text,
@@ -32,6 +41,17 @@ CHUNK_COLUMNS = """
     s.kind AS source_kind
 """
 _CHUNK_FROM = "FROM chunks c JOIN documents d ON d.id = c.document_id JOIN sources s ON s.id = d.source_id"
+CHANGE_LOG_KEEP = 200_000  # chunk_changes rows kept: a reader further behind rebuilds its index instead
+_PRUNED_KEY = "chunk_changes_pruned"
+
+
+@dataclass(slots=True)
+class KeywordChanges:
+    """Chunks added and removed after a change-log position, read in one snapshot."""
+
+    seq: int
+    removed: list[int]
+    added: list[KeywordRow]
 
 
 class Cursor(Protocol):
@@ -158,7 +178,22 @@ class Store(ABC):
         return int(row[0]) if row else 0
 
     def _bump(self, conn: Connection) -> None:
-        """Count a change to searchable data; run it last in a transaction so the row lock is brief."""
+        """Count a change to searchable data; run it last in a transaction so the row lock is brief.
+
+        It also trims the chunk change log to its newest CHANGE_LOG_KEEP rows (a range delete on the key)."""
+        bound = (
+            int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM chunk_changes").fetchone()[0])
+            - CHANGE_LOG_KEEP
+        )
+        if (
+            bound > 0
+            and conn.execute("SELECT 1 FROM chunk_changes WHERE seq <= ? LIMIT 1", (bound,)).fetchone()
+        ):
+            conn.execute("DELETE FROM chunk_changes WHERE seq <= ?", (bound,))
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (_PRUNED_KEY, str(bound)),
+            )
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT (key) "
             "DO UPDATE SET value = CAST(CAST(meta.value AS BIGINT) + 1 AS TEXT)"
@@ -168,6 +203,64 @@ class Store(ABC):
         """Whether any process changed the index since `generation` (for in-memory caches)."""
         now = self._generation_now()
         return now != generation, now
+
+    # -- the chunk change log, for in-memory keyword indexes ----------------------------------------
+    @abstractmethod
+    def keyword_terms(self, text: str) -> list[str]:
+        """The keyword index's own terms for a stored string of analysed terms (what BM25 counts)."""
+
+    @abstractmethod
+    def _keyword_rows_sql(self, every: bool = False) -> str:
+        """SELECT of KeywordRow columns for chunks `c` (joined with documents `d`), before any WHERE;
+        `every`: for all chunks at once (a backend may read them another way then)."""
+
+    @contextmanager
+    def _read_snapshot(self) -> Iterator[Connection]:
+        """One consistent read of committed data (several statements, one snapshot)."""
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    def _change_seq(self, conn: Connection) -> int:
+        return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM chunk_changes").fetchone()[0])
+
+    @contextmanager
+    def keyword_snapshot(self) -> Iterator[tuple[int, Iterable[KeywordRow]]]:
+        """(change-log position, every chunk's KeywordRow in rowid order), both from one snapshot."""
+        with self._read_snapshot() as conn:
+            seq = self._change_seq(conn)
+            yield seq, self._stream(conn, self._keyword_rows_sql(every=True) + " ORDER BY c.id")
+
+    def _stream(self, conn: Connection, sql: str) -> Iterable[KeywordRow]:
+        return (tuple(row) for row in conn.execute(sql))
+
+    def keyword_changes(self, after: int) -> KeywordChanges | None:
+        """What changed after change-log position `after`; None when the log no longer reaches back that far."""
+        with self._read_snapshot() as conn:
+            pruned = conn.execute("SELECT value FROM meta WHERE key = ?", (_PRUNED_KEY,)).fetchone()
+            if pruned is not None and int(pruned[0]) > after:
+                return None
+            rows = conn.execute(
+                "SELECT seq, chunk, added FROM chunk_changes WHERE seq > ? ORDER BY seq", (after,)
+            ).fetchall()
+            if not rows:
+                return KeywordChanges(after, [], [])
+            last: dict[int, int] = {}
+            removed: dict[int, None] = {}
+            for _, chunk, added in rows:
+                last[int(chunk)] = int(added)
+                if not added:
+                    removed.setdefault(int(chunk), None)
+            wanted = sorted(chunk for chunk, added in last.items() if added)
+            found: list[KeywordRow] = []
+            for start in range(0, len(wanted), 500):
+                part = wanted[start : start + 500]
+                sql = self._keyword_rows_sql() + f" WHERE c.id IN ({placeholders(part)}) ORDER BY c.id"
+                found.extend(tuple(r) for r in conn.execute(sql, part).fetchall())
+            return KeywordChanges(int(rows[-1][0]), list(removed), found)
 
     def holds_cjk_text(self) -> bool:
         """Whether any chunk holds Chinese, Japanese or Korean text (an index migration asks)."""

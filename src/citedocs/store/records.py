@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 SourceKind = Literal["folder", "site"]
+# What an in-memory keyword index reads of a chunk: (rowid, source id, format, heading terms, body terms).
+KeywordRow = tuple[int, int, str | None, str, str]
 
 
 @dataclass(slots=True)

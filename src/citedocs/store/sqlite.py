@@ -18,6 +18,7 @@ from citedocs.store.leases import Lease, file_lease_held, try_file_lease
 from citedocs.store.migrate import migrate
 from citedocs.store.records import ChunkRecord
 from citedocs.text.analyzer import fts_match
+from citedocs.text.fts5 import fts5_tokens
 
 
 def connect(path: Path | str) -> sqlite3.Connection:
@@ -117,12 +118,22 @@ class SQLiteStore(Store):
         where, args = document_filter(source_ids, formats)
         if where:
             sql += " JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.document_id"
-        sql += " WHERE chunks_fts MATCH ?" + where + " ORDER BY bm25(chunks_fts, ?, 1.0) LIMIT ?"
+        sql += " WHERE chunks_fts MATCH ?" + where + " ORDER BY bm25(chunks_fts, ?, 1.0), f.rowid LIMIT ?"
         try:
             rows = self._conn().execute(sql, (fts_match(list(terms)), *args, heading_weight, k)).fetchall()
         except sqlite3.OperationalError as exc:
             raise StoreError(f"Keyword search failed: {exc}.", "Report this query as a bug.") from exc
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    def keyword_terms(self, text: str) -> list[str]:
+        return fts5_tokens(text)
+
+    def _keyword_rows_sql(self, every: bool = False) -> str:
+        # FTS5's content table holds the indexed strings; reading it directly skips the virtual table.
+        return (
+            "SELECT c.id, d.source_id, d.format, f.c0, f.c1 FROM chunks c "
+            "JOIN documents d ON d.id = c.document_id JOIN chunks_fts_content f ON f.id = c.id"
+        )
 
     def holds_cjk_text(self) -> bool:
         # GLOB ranges compare code points: hiragana to katakana, CJK ideographs (with ext. A), Hangul.
