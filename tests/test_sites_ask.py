@@ -245,3 +245,23 @@ def test_citedocs_ask_on_a_site_only_index_fetches_then_answers(
         "Answer (citations checked): Accuracy" in proc.stdout
         and f"[1] {site.url}/{TICKETS_PAGE}" in proc.stdout
     )
+
+
+def test_a_site_registered_before_links_were_indexed_gets_them_on_the_first_search(
+    tmp_path: Path, claude_site: tuple[DocsSite, str, list[ClaudeCase]]
+) -> None:
+    _, llms_txt, _ = claude_site
+    app = Citedocs(_settings(tmp_path))
+    app.sites.add("claude", llms_txt)
+    # what an index written by the previous version holds: the site's links, no link documents
+    app.store.delete_documents(
+        d.id for d in app.store.documents(app.sites.site("claude").id).values() if d.id
+    )
+    app.store.set_meta("site_link_documents", "")
+    app.close()
+    again = Citedocs(_settings(tmp_path))
+    try:
+        hits = again.search("ticket routing", mode="keyword").hits
+        assert hits and hits[0].kind == "link" and again.store.counts()["links"] == 45
+    finally:
+        again.close()

@@ -50,7 +50,6 @@ _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 CLOSE_WAIT_FOR_MODEL_S = 60.0
-LINKS_KEY = "site_link_documents"  # set once every site's unfetched pages have link documents
 
 
 @dataclass(slots=True)
@@ -444,18 +443,11 @@ class Citedocs:
 
     def _ensure_link_documents(self) -> None:
         """Sites registered before unfetched pages were searchable get their link documents, once per index."""
-        if self._links_checked:
-            return
-        self._links_checked = True
-        if self.store.get_meta(LINKS_KEY):
-            return
-        from citedocs.sites.links import sync_links
-        from citedocs.store.site_tables import SiteTables
+        if not self._links_checked:
+            self._links_checked = True
+            from citedocs.sites.links import ensure_link_documents
 
-        tables = SiteTables(self.store)
-        for site in self.store.list_sources("site"):
-            sync_links(self.store, site, tables.links(site.id), tables.page_urls(site.id))
-        self.store.set_meta(LINKS_KEY, "1")
+            ensure_link_documents(self.store)
 
     def find_similar(self, path: str, k: int = 5) -> SearchResult:
         """Files most like the given one (inside a registered folder)."""

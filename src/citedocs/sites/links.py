@@ -20,7 +20,9 @@ from citedocs.sources.llmstxt import DocLink
 from citedocs.store import ChunkRecord, DocumentRecord, Source, Store
 from citedocs.text.analyzer import index_text
 
-__all__ = ["LINK_FORMAT", "link_document", "sync_links"]
+__all__ = ["LINKS_KEY", "ensure_link_documents", "link_document", "sync_links"]
+
+LINKS_KEY = "site_link_documents"  # set once every site's unfetched pages have link documents
 
 _BATCH = 500
 
@@ -71,3 +73,15 @@ def sync_links(store: Store, source: Source, links: Sequence[DocLink], stored_pa
     stale = [d.id for url, d in documents.items() if d.format == LINK_FORMAT and url not in wanted and d.id]
     store.delete_documents(stale)
     return len(writes)
+
+
+def ensure_link_documents(store: Store) -> None:
+    """Sites registered before unfetched pages were searchable get their link documents, once per index."""
+    if store.get_meta(LINKS_KEY):
+        return
+    from citedocs.store.site_tables import SiteTables
+
+    tables = SiteTables(store)
+    for site in store.list_sources("site"):
+        sync_links(store, site, tables.links(site.id), tables.page_urls(site.id))
+    store.set_meta(LINKS_KEY, "1")
