@@ -92,6 +92,9 @@ class Settings(BaseSettings):
     max_concurrent: int = 4
     # calibrated on claude-docs (60 real questions, 16 off-topic): see docs/http-api.md; <= 0 turns it off
     relevance_threshold: float = 0.5
+    # tokens of passage sentences the model reads (answer/evidence.py; measured in docs/benchmarks.md);
+    # 0 gives it the whole passages
+    evidence_tokens: int = Field(default=380, ge=0)
     otel_endpoint: str = ""
 
     # MCP: characters per tool result before it is cut and paged

@@ -2,8 +2,10 @@
 
 Two phases, so a front end can turn setup failures into ordinary errors before it sends a byte: `prepare`
 (validation, retrieval in a worker thread, the relevance gate) and `generate` (the events of one answer:
-`sources`, `token`*, then exactly one `done` or `error`). `stream` joins them for callers that want events
-only. Tokens stream raw as the model writes them; `done.answer` is the answer after its citations were checked
+`sources`, `evidence`, `token`*, then exactly one `done` or `error`). `stream` joins them for callers that
+want events only. `evidence` comes before the model is called: the few sentences that match the question best,
+for a reader to look at while the model reads (it is not the answer). The model reads only the evidence
+windows of the passages (`settings.evidence_tokens`; 0 = whole passages), numbered as their passages. Tokens stream raw as the model writes them; `done.answer` is the answer after its citations were checked
 and repaired, each sentence no passage supports marked `[unverified]`, and `done.raw_answer` what the model
 wrote.
 """
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from citedocs.answer.citations import check_citations, is_refusal, repair_answer
+from citedocs.answer.evidence import EvidenceWindow, best_sentences, select_evidence
 from citedocs.answer.gate import GateDecision, relevance_decision
 from citedocs.answer.prompt import build_messages, question_language, refusal_sentence
 from citedocs.answer.retriever import Retriever
@@ -30,6 +33,7 @@ from citedocs.llm.client import ChatModel, Finish, LLMEvent, LLMStreamError, Tok
 from citedocs.settings import Settings
 
 __all__ = [
+    "EVIDENCE_NOTE",
     "MAX_QUESTION_CHARS",
     "AnswerEvent",
     "AnswerFailed",
@@ -43,11 +47,17 @@ log = logging.getLogger(__name__)
 
 MAX_QUESTION_CHARS = 2000
 _INTERNAL_HINT = "Try again; if it persists, report it with the trace id and the server log."
+EVIDENCE_NOTE = (
+    "The sentences of the sources that match the question best, shown while the model reads. "
+    "This is not the answer; the answer follows, with its citations checked."
+)
+# Sentences in the `evidence` event.
+HIGHLIGHTS = 3
 
 
 @dataclass(frozen=True, slots=True)
 class AnswerEvent:
-    """One server-sent event of an answer: `event` is sources, token, done or error."""
+    """One server-sent event of an answer: `event` is sources, evidence, token, done or error."""
 
     event: str
     data: dict[str, Any]
@@ -90,6 +100,11 @@ class PreparedAnswer:
     mode: str
     note: str | None = None
     finished: bool = field(default=False, repr=False)
+    # What the model reads (windows of `hits`) and what the `evidence` event shows; the prompt once built.
+    evidence: list[EvidenceWindow] | None = None
+    highlights: list[EvidenceWindow] = field(default_factory=list)
+    evidence_ms: float = 0.0
+    messages: list[dict[str, str]] | None = None
 
     @property
     def sources(self) -> list[dict[str, Any]]:
@@ -139,14 +154,22 @@ class AnswerService:
         retrieval_ms = _ms(time.perf_counter() - started)
         gate = relevance_decision(question, result.hits, self.relevance_threshold)
         trace.end("retrieval", {"hits": len(result.hits), "gate.best": round(gate.best, 3)})
-        return PreparedAnswer(
+        prepared = PreparedAnswer(
             question, result.hits, gate, trace, started, retrieval_ms, result.mode, result.note
         )
+        if gate.allowed:
+            chosen = time.perf_counter()
+            budget = self.settings.evidence_tokens
+            prepared.evidence = select_evidence(question, result.hits, budget) if budget > 0 else None
+            prepared.highlights = best_sentences(question, result.hits, HIGHLIGHTS)
+            prepared.evidence_ms = _ms(time.perf_counter() - chosen)
+        return prepared
 
     async def generate(self, prepared: PreparedAnswer) -> AsyncGenerator[AnswerEvent, None]:
         """`sources`, then `token`*, then exactly one `done` or `error`. Closing the iterator early (a
         client that left) closes the model stream, so the model server stops generating."""
         yield AnswerEvent("sources", {"sources": prepared.sources, "note": prepared.note})
+        yield AnswerEvent("evidence", evidence_data(prepared))
         if not prepared.gate.allowed:
             yield self._refused_before_model(prepared)
             return
@@ -154,7 +177,8 @@ class AnswerService:
             yield self._error(prepared, "generation", "No language model is configured.",
                               "Set CITEDOCS_LLM_BASE_URL, or CITEDOCS_LLM_GGUF for a local llama.cpp server.")  # fmt: skip
             return
-        messages, _ = build_messages(prepared.question, prepared.hits)
+        messages, _ = build_messages(prepared.question, prepared.hits, evidence=prepared.evidence)
+        prepared.messages = messages
         pieces: list[str] = []
         generation_started = time.perf_counter()
         ttft_ms: float | None = None
@@ -264,7 +288,7 @@ class AnswerService:
             "relevance": round(prepared.gate.best, 3), "truncated": finish.truncated,
             "finish_reason": finish.finish_reason, "model": finish.model or (self.llm.model if self.llm else None),
             "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-                      "estimated": usage.estimated},
+                      "estimated": usage.estimated, **_cache_usage(finish)},
             "timings": timings, "cost_usd": round(finish.cost_usd, 8), "trace_id": prepared.trace.trace_id,
             "supported_fraction": details["supported_fraction"], "repaired": details["repaired"],
             "sentences": details["sentences"],
@@ -295,6 +319,26 @@ class AnswerService:
         prepared.trace.finish({"cancelled": True}, error="client disconnected")
 
 
+def evidence_data(prepared: PreparedAnswer) -> dict[str, Any]:
+    """The `evidence` event: the best sentences (none when the gate refused), each with its citation."""
+    return {
+        "evidence": [w.to_dict() for w in prepared.highlights],
+        "note": EVIDENCE_NOTE,
+        "ms": round(prepared.evidence_ms + prepared.retrieval_ms, 1),
+    }
+
+
+def _cache_usage(finish: Finish) -> dict[str, int]:
+    """llama.cpp's count of prompt tokens it took from its cache (`cache_n`) and read now (`prompt_n`)."""
+    timings = finish.server_timings or {}
+    out = {}
+    if isinstance(timings.get("cache_n"), int | float):
+        out["cached_tokens"] = int(timings["cache_n"])
+    if isinstance(timings.get("prompt_n"), int | float):
+        out["read_tokens"] = int(timings["prompt_n"])
+    return out
+
+
 def validate_question(question: str) -> str:
     if not isinstance(question, str) or not question.strip():
         raise InputError("The question is empty.", "Type a question about your documents.")
@@ -316,15 +360,19 @@ def _error_data(
 
 
 async def collect(events: AsyncGenerator[AnswerEvent, None]) -> dict[str, Any]:
-    """Run an answer's events to the end: `{"sources": [...], **done}`, or raise AnswerFailed."""
+    """Run an answer's events to the end: `{"sources": [...], "evidence": [...], **done}`, or raise
+    AnswerFailed."""
     sources: list[dict[str, Any]] = []
+    evidence: list[dict[str, Any]] = []
     note = None
     async with contextlib.aclosing(events) as stream:
         async for event in stream:
             if event.event == "sources":
                 sources, note = event.data["sources"], event.data.get("note")
+            elif event.event == "evidence":
+                evidence = event.data["evidence"]
             elif event.event == "done":
-                return {"sources": sources, "note": note, **event.data}
+                return {"sources": sources, "evidence": evidence, "note": note, **event.data}
             elif event.event == "error":
                 raise AnswerFailed(event.data)
     raise AnswerFailed(_error_data("internal", "The answer ended without a result.", _INTERNAL_HINT, None))
