@@ -124,20 +124,23 @@ def latency(args: argparse.Namespace) -> None:
     cases = load_cases(*args.cases)
     evidence_ms: list[float] = []
     first_ms: list[float] = []
+    parts: dict[str, list[float]] = {"retrieval": [], "selection": []}
     try:
         with FakeOpenAI() as fake:
             settings = app.settings.model_copy(update={"llm_base_url": fake.base_url, "llm_model": "fake"})
-            asyncio.run(_latency(app, settings, cases, evidence_ms, first_ms))
+            asyncio.run(_latency(app, settings, cases, evidence_ms, first_ms, parts))
     finally:
         app.close()
     print(f"{len(evidence_ms)} cases (gate-refused ones included: their evidence event is empty)")
     print(f"evidence event after the request: P50 {statistics.median(evidence_ms):.1f} ms, "
           f"P95 {sorted(evidence_ms)[int(0.95 * (len(evidence_ms) - 1))]:.1f} ms")  # fmt: skip
+    print(f"  of which retrieval (search + gate) P50 {statistics.median(parts['retrieval']):.1f} ms, "
+          f"evidence selection P50 {statistics.median(parts['selection']):.1f} ms")  # fmt: skip
     if first_ms:
         print(f"first token (scripted model): P50 {statistics.median(first_ms):.1f} ms")
 
 
-async def _latency(app, settings, cases, evidence_ms, first_ms) -> None:  # type: ignore[no-untyped-def]
+async def _latency(app, settings, cases, evidence_ms, first_ms, parts) -> None:  # type: ignore[no-untyped-def]
     from citedocs.answer.retriever import LocalRetriever
     from citedocs.answer.service import AnswerService
     from citedocs.llm.client import LLMClient
@@ -145,9 +148,13 @@ async def _latency(app, settings, cases, evidence_ms, first_ms) -> None:  # type
     client = LLMClient.from_settings(settings)
     service = AnswerService(LocalRetriever(app), client, settings)
     try:
+        await service.prepare("warm up the query embedder")
         for case in cases:
             started = time.perf_counter()
-            async for event in service.stream(case.question):
+            prepared = await service.prepare(case.question)
+            parts["retrieval"].append(prepared.retrieval_ms)
+            parts["selection"].append(prepared.evidence_ms)
+            async for event in service.generate(prepared):
                 if event.event == "evidence":
                     evidence_ms.append((time.perf_counter() - started) * 1000)
                 elif event.event == "token":

@@ -33,14 +33,13 @@ def test_sources_are_numbered_with_file_heading_and_lines_or_page() -> None:
     assert f"<<<QUESTION {fence}>>>\nHow do I install it?\n<<<END QUESTION {fence}>>>" in user
 
 
-def test_rules_are_a_stable_prefix_and_a_reminder_with_the_refusal_comes_last() -> None:
+def test_the_system_turn_is_a_stable_prefix_and_the_rules_come_last_with_the_refusal() -> None:
     first, fence = build_messages("q?", [hit("a"), hit("b")])
     second, _ = build_messages("Wie geht das?", [hit("c")])
-    # The system turn (every rule) is the same bytes for every request, so llama.cpp can cache it.
-    assert first[0]["content"] == second[0]["content"] and "Rules:" in first[0]["content"]
-    assert fence not in first[0]["content"]
+    # The system turn is the same bytes for every request, so llama.cpp can cache it.
+    assert first[0]["content"] == second[0]["content"] and fence not in first[0]["content"]
     user = first[-1]["content"]
-    assert user.rindex(f"QUESTION {fence} from") > user.rindex("<<<END QUESTION")
+    assert user.rindex("Rules:") > user.rindex("<<<END QUESTION")
     assert user.endswith(REFUSAL_SENTENCE)
     assert "[1] to [2]" in user
 

@@ -23,8 +23,10 @@ from citedocs.text.terms import Terms, coverage, extract_terms
 __all__ = [
     "DEFAULT_EVIDENCE_TOKENS",
     "EvidenceWindow",
+    "ScoredSentence",
     "best_sentences",
     "line_span",
+    "score_sentences",
     "select_evidence",
 ]
 
@@ -71,7 +73,9 @@ class EvidenceWindow:
 
 
 @dataclass(frozen=True, slots=True)
-class _Sentence:
+class ScoredSentence:
+    """One sentence of passage `n` (its `index` among the passage's sentences) and how well it matches."""
+
     n: int
     index: int
     span: Span
@@ -98,9 +102,11 @@ def line_span(hit: Hit, start: int, end: int) -> tuple[int, int]:
     return max(hit.line_start, min(first, hit.line_end)), max(first, min(last, hit.line_end))
 
 
-def _scored(question: Terms, hits: Sequence[Hit], similarity: Similarity | None) -> list[list[_Sentence]]:
+def _scored(
+    question: Terms, hits: Sequence[Hit], similarity: Similarity | None
+) -> list[list[ScoredSentence]]:
     weights = question.weighted()
-    per_hit: list[list[_Sentence]] = []
+    per_hit: list[list[ScoredSentence]] = []
     texts: list[str] = []
     for n, hit in enumerate(hits, start=1):
         heading = (
@@ -113,14 +119,14 @@ def _scored(question: Terms, hits: Sequence[Hit], similarity: Similarity | None)
                 continue
             own = coverage(question, extract_terms(text, keep_parts=True), weights) if weights else 0.0
             score = own + HEADING_WEIGHT * heading * (own > 0) - RANK_PENALTY * (n - 1)
-            sentences.append(_Sentence(n, index, span, score, _KEY_RE.sub("", text.lower())))
+            sentences.append(ScoredSentence(n, index, span, score, _KEY_RE.sub("", text.lower())))
             texts.append(text)
         per_hit.append(sentences)
     if similarity is not None and texts:
         sims = iter(similarity(texts))
         per_hit = [
             [
-                _Sentence(s.n, s.index, s.span, s.score + EMBEDDING_WEIGHT * next(sims), s.key)
+                ScoredSentence(s.n, s.index, s.span, s.score + EMBEDDING_WEIGHT * next(sims), s.key)
                 for s in sentences
             ]
             for sentences in per_hit
@@ -135,6 +141,7 @@ def select_evidence(
     *,
     similarity: Similarity | None = None,
     window: int = WINDOW,
+    scored: list[list[ScoredSentence]] | None = None,
 ) -> list[EvidenceWindow]:
     """Windows of the best sentences of `hits` ([1]..[n]), at most `budget_tokens` in all, in source order.
 
@@ -184,7 +191,7 @@ def _text(hit: Hit, span: Span) -> str:
 
 def _windows(
     hits: Sequence[Hit],
-    per_hit: list[list[_Sentence]],
+    per_hit: list[list[ScoredSentence]],
     chosen: list[set[int]],
     best: dict[tuple[int, int], float],
 ) -> list[EvidenceWindow]:
@@ -202,7 +209,7 @@ def _windows(
 
 
 def _window(
-    n: int, hit: Hit, sentences: list[_Sentence], run: list[int], best: dict[tuple[int, int], float]
+    n: int, hit: Hit, sentences: list[ScoredSentence], run: list[int], best: dict[tuple[int, int], float]
 ) -> EvidenceWindow:
     start, end = sentences[run[0]].span.start, sentences[run[-1]].span.end
     score = max((best.get((n, i), sentences[i].score) for i in run), default=0.0)
@@ -211,10 +218,19 @@ def _window(
     )
 
 
-def best_sentences(question: str, hits: Sequence[Hit], count: int = 3) -> list[EvidenceWindow]:
+def score_sentences(
+    question: str, hits: Sequence[Hit], similarity: Similarity | None = None
+) -> list[list[ScoredSentence]]:
+    """Every sentence of every passage, scored against the question; pass to both selections to score once."""
+    return _scored(question_terms(question), hits, similarity)
+
+
+def best_sentences(
+    question: str, hits: Sequence[Hit], count: int = 3, *, scored: list[list[ScoredSentence]] | None = None
+) -> list[EvidenceWindow]:
     """The `count` single sentences that match the question best, best first: what a reader sees while the
     model reads (the `evidence` event). Deduplicated; each names its passage and lines."""
-    per_hit = _scored(question_terms(question), hits, None)
+    per_hit = scored if scored is not None else score_sentences(question, hits)
     ranked = sorted((s for sentences in per_hit for s in sentences), key=lambda s: (-s.score, s.n, s.index))
     out: list[EvidenceWindow] = []
     said: set[str] = set()

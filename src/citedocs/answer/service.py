@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from citedocs.answer.citations import check_citations, is_refusal, repair_answer
-from citedocs.answer.evidence import EvidenceWindow, best_sentences, select_evidence
+from citedocs.answer.evidence import EvidenceWindow, best_sentences, score_sentences, select_evidence
 from citedocs.answer.gate import GateDecision, relevance_decision
 from citedocs.answer.prompt import build_messages, question_language, refusal_sentence
 from citedocs.answer.retriever import Retriever
@@ -160,8 +160,10 @@ class AnswerService:
         if gate.allowed:
             chosen = time.perf_counter()
             budget = self.settings.evidence_tokens
-            prepared.evidence = select_evidence(question, result.hits, budget) if budget > 0 else None
-            prepared.highlights = best_sentences(question, result.hits, HIGHLIGHTS)
+            scored = score_sentences(question, result.hits)
+            if budget > 0:
+                prepared.evidence = select_evidence(question, result.hits, budget, scored=scored)
+            prepared.highlights = best_sentences(question, result.hits, HIGHLIGHTS, scored=scored)
             prepared.evidence_ms = _ms(time.perf_counter() - chosen)
         return prepared
 
