@@ -1,8 +1,8 @@
 """The answer prompt: numbered sources and the question between per-request random fences.
 
 Documents are data. Each source and the question sit between fences carrying a token drawn fresh for every
-request (a source ends where the next source's header or the END SOURCES fence begins, both carrying it),
-so text inside a document cannot close its fence or forge another source's header: it never knows the token, and any run of three or more `<` or `>` in it is shortened so nothing in it even looks like a
+request (evidence windows: a source ends where the next source's header or the END SOURCES fence begins,
+both carrying it; whole passages keep their own END SOURCE fence, today's prompt exactly), so text inside a document cannot close its fence or forge another source's header: it never knows the token, and any run of three or more `<` or `>` in it is shortened so nothing in it even looks like a
 fence.
 
 The system turn is the same bytes for every request, so llama.cpp's prompt cache reuses it; the sources (or
@@ -110,7 +110,7 @@ def format_sources(passages: Sequence[Hit], fence: str) -> str:
     for n, hit in enumerate(passages, start=1):
         label = _one_line(source_label(hit), fence)
         body = neutralize(without_repeats(hit.text), fence).strip()
-        blocks.append(f"<<<SOURCE [{n}] {fence}>>> {label}\n{body}")
+        blocks.append(f"<<<SOURCE [{n}] {fence}>>> {label}\n{body}\n<<<END SOURCE [{n}] {fence}>>>")
     return "\n\n".join(blocks)
 
 
