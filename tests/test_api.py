@@ -81,7 +81,9 @@ def test_ask_streams_sources_tokens_done_over_a_socket(tmp_path: Path) -> None:
             assert response.headers["content-type"].startswith("text/event-stream")
             events = read_sse(response)
         names = [name for name, _ in events]
-        assert names == ["sources", "token", "token", "token", "done"]
+        assert names == ["sources", "evidence", "token", "token", "token", "done"]
+        evidence = events[1][1]
+        assert "not the answer" in evidence["note"] and "8765" in evidence["evidence"][0]["text"]
         done = events[-1][1]
         assert done["answer"].endswith("[1].") and done["citations"] == [1]
         assert events[0][1]["sources"][0]["path"].endswith("install.md")
@@ -115,7 +117,7 @@ def test_upstream_failure_is_502_in_json_mode_and_an_error_event_in_sse(tmp_path
         assert error["stage"] == "generation" and "401" in error["message"] and error["hint"]
         with client.stream("POST", "/ask", json={"question": QUESTION}) as response:
             events = read_sse(response)
-        assert [n for n, _ in events] == ["sources", "token", "error"]
+        assert [n for n, _ in events] == ["sources", "evidence", "token", "error"]
         assert events[-1][1]["partial"] == ANSWER[0] and events[-1][1]["stage"] == "generation"
         assert client.get("/stats").json()["errors_by_stage"] == {"generation": 2}
 

@@ -268,10 +268,12 @@ def test_a_japanese_question_asks_for_a_japanese_answer_and_refusal_and_english_
 
     passage = _hit("古いログは 30 日後に削除されます。")
     japanese, _ = build_messages(QUESTION, [passage], fence="a" * 16)
-    rules = japanese[1]["content"].rsplit("Rules:", 1)[1]
+    # The reminder after the question carries the language and the refusal sentence (the rules before are shared).
+    rules = japanese[1]["content"].rsplit("<<<END QUESTION", 1)[1]
     assert "Write the answer in Japanese" in rules and REFUSAL_SENTENCES["ja"] in rules
     english, _ = build_messages("When are old logs deleted?", [passage], fence="a" * 16)
-    english_rules = english[1]["content"].rsplit("Rules:", 1)[1]
+    assert english[0]["content"] == japanese[0]["content"]
+    english_rules = english[1]["content"].rsplit("<<<END QUESTION", 1)[1]
     assert "Japanese" not in english_rules and english_rules.rstrip().endswith(REFUSAL_SENTENCE)
     assert is_refusal(REFUSAL_SENTENCES["ja"]) and is_refusal("索引にある文書からはお答えできません")
     assert is_refusal(REFUSAL_SENTENCE) and not is_refusal("古いログは 30 日後に削除されます [1]。")

@@ -122,7 +122,11 @@ def test_ask_streams_the_answer_and_prints_the_checked_citation(tmp_path: Path, 
         proc = ask(tmp_path, fake.base_url)
         prompt = json.dumps(fake.requests[0].body)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("".join(ANSWER)), proc.stdout  # the streamed tokens, as they came
+    # The best sentences first, while the model reads (marked as not the answer), then the streamed tokens.
+    evidence, streamed = proc.stdout.split("\n\n", 1)
+    assert evidence.startswith("While the model reads") and "(not the answer)" in evidence
+    assert "[1] " in evidence and "install.md:" in evidence, proc.stdout
+    assert streamed.startswith("".join(ANSWER)), proc.stdout  # the streamed tokens, as they came
     assert "Answer (citations checked): The server listens on port 8765 by default [1]." in proc.stdout
     assert f"[1] {indexed / 'install.md'} · lines" in proc.stdout
     assert "listens on port 8765" in prompt
@@ -150,6 +154,7 @@ def test_ask_on_an_embedded_index_exits_cleanly_after_loading_the_model(tmp_path
     assert proc.returncode == 0 and "terminate called" not in proc.stderr, proc.stderr
     data = json.loads(proc.stdout)
     assert data["note"] is None and data["citations"] == [1]  # hybrid retrieval: no "keyword results" note
+    assert data["evidence"] and data["evidence"][0]["n"] >= 1 and "line_start" in data["evidence"][0]
 
 
 def test_mcp_server_info_carries_the_package_version(tmp_path: Path) -> None:

@@ -33,9 +33,12 @@ def test_sources_are_numbered_with_file_heading_and_lines_or_page() -> None:
     assert f"<<<QUESTION {fence}>>>\nHow do I install it?\n<<<END QUESTION {fence}>>>" in user
 
 
-def test_rules_come_last_and_carry_the_refusal_sentence() -> None:
-    messages, _ = build_messages("q?", [hit("a"), hit("b")])
-    user = messages[-1]["content"]
+def test_the_system_turn_is_a_stable_prefix_and_the_rules_come_last_with_the_refusal() -> None:
+    first, fence = build_messages("q?", [hit("a"), hit("b")])
+    second, _ = build_messages("Wie geht das?", [hit("c")])
+    # The system turn is the same bytes for every request, so llama.cpp can cache it.
+    assert first[0]["content"] == second[0]["content"] and fence not in first[0]["content"]
+    user = first[-1]["content"]
     assert user.rindex("Rules:") > user.rindex("<<<END QUESTION")
     assert user.endswith(REFUSAL_SENTENCE)
     assert "[1] to [2]" in user

@@ -385,9 +385,9 @@ def scripted_page_server(events: list[tuple[str, dict[str, Any]]], gap_s: float)
 def test_the_evidence_event_is_shown_before_the_first_token(browser: Any, tmp_path: Path) -> None:
     source = {"n": 1, "path": "/docs/install.md", "source": "/docs", "heading": "Install", "page": None,
               "line_start": 3, "line_end": 5, "chunk_id": "c1", "score": 1.0, "text": "It listens on port 8765."}  # fmt: skip
-    evidence = {"note": "Best sentences in the passages:",
-                "sentences": [{"text": "It listens on port 8765.", "n": 1, "path": "/docs/install.md",
-                               "line_start": 4, "line_end": 4}]}  # fmt: skip
+    evidence = {"note": "Best sentences in the passages:", "ms": 3.0,
+                "evidence": [{"text": "It listens on port 8765.", "n": 1, "path": "/docs/install.md",
+                              "heading": "Install", "page": None, "line_start": 4, "line_end": 4, "score": 1.0}]}  # fmt: skip
     done = {"answer": "Port 8765 [1].", "raw_answer": "Port 8765 [1].", "citations": [1], "invalid_citations": [],
             "refused": False, "refused_before_model": False, "truncated": False, "model": "scripted",
             "timings": {"ttft_ms": 5.0, "total_ms": 9.0}, "supported_fraction": 1.0, "repaired": 0,
@@ -431,3 +431,18 @@ def test_a_site_page_not_fetched_yet_is_shown_as_such(browser: Any, tmp_path: Pa
                 screenshot(page, tmp_path, "site-link")
         finally:
             library.close()
+
+
+def test_the_real_evidence_event_shows_before_the_model_writes(browser: Any, tmp_path: Path) -> None:
+    """The answer service's own `evidence` event (not a stand-in), while the scripted model is still silent."""
+    with FakeOpenAI([Reply(tokens=TOKENS, first_delay_s=2.0)]) as fake:
+        llm = LLMClient(fake.base_url, "scripted")
+        with page_server(tmp_path, llm=llm) as url, new_page(browser, url) as page:
+            page.click("#tab-ask")
+            page.fill("#question", QUESTION)
+            page.click("#ask")
+            page.wait_for_selector("#evidence:not([hidden]) li")
+            assert page.inner_text("#answer") == ""
+            assert "8765" in page.inner_text("#evidence") and page.locator("#evidence .cite").count() >= 1
+            page.wait_for_selector("#answer:not(.streaming) .sent.ok")
+        close(llm)

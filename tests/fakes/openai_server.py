@@ -19,7 +19,7 @@ can build an answer from the prompt). `"stream": true` requests get server-sent 
 fail: `status` (with `retry_after`), `stall_after` k tokens (sends nothing more until the client leaves),
 `abort_after` k tokens (drops the socket), `error_after` k tokens (an `{"error": ...}` chunk),
 `malformed_after` k tokens (a chunk that is not JSON), `send_done=False` (ends cleanly without `[DONE]`),
-`finish_reason=None` or `"length"`, `usage=None` (no usage chunk). `GET /v1/models` lists `model`;
+`finish_reason=None` or `"length"`, `usage=None` (no usage chunk); `timings` adds llama.cpp's timings object. `GET /v1/models` lists `model`;
 `GET /health` answers `{"status": "ok"}`.
 
 The server runs its own asyncio loop in a background thread, answers with `Connection: close`, and watches
@@ -53,6 +53,8 @@ class Reply:
     error_after: int | None = None
     malformed_after: int | None = None
     send_done: bool = True
+    # llama.cpp's `timings` object (prompt_n, cache_n, ...), sent on the last chunk like llama-server does
+    timings: dict[str, float] | None = None
 
     @classmethod
     def error(cls, status: int, message: str = "scripted failure", retry_after: str | None = None) -> Reply:
@@ -295,6 +297,8 @@ class FakeOpenAI:
                 "choices": [],
                 "usage": usage,
             }
+            if reply.timings is not None:
+                body["timings"] = reply.timings
             await send(f"data: {json.dumps(body)}\n\n")
         if reply.send_done:
             await send("data: [DONE]\n\n")

@@ -1,9 +1,15 @@
 """The answer prompt: numbered sources and the question between per-request random fences.
 
 Documents are data. Each source and the question sit between fences carrying a token drawn fresh for every
-request, so text inside a document cannot close its fence or forge another source's header: it never knows
-the token, and any run of three or more `<` or `>` in it is shortened so nothing in it even looks like a
-fence. The rules come last in the user turn, where small models (Qwen2.5 1.5B) still follow them.
+request (evidence windows: a source ends where the next source's header or the END SOURCES fence begins,
+both carrying it; whole passages keep their own END SOURCE fence, today's prompt exactly), so text inside a document cannot close its fence or forge another source's header: it never knows the token, and any run of three or more `<` or `>` in it is shortened so nothing in it even looks like a
+fence.
+
+The system turn is the same bytes for every request, so llama.cpp's prompt cache reuses it; the sources (or
+only their evidence windows, see `evidence`) come next, then the question, and the rules last, where small
+models (Qwen2.5 1.5B) still follow them. Moving the rules into the cached system turn was measured: on the same
+evidence the model refused 5 of 9 answerable claude-docs questions instead of 3 (0 with whole passages), and a
+direct A/B on the refused prompts answered once the rules were back at the end (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import re
 import secrets
 from collections.abc import Sequence
 
+from citedocs.answer.evidence import EvidenceWindow
 from citedocs.errors import InputError
 from citedocs.hits import Hit
 from citedocs.text.cjk import has_cjk, is_japanese
@@ -63,6 +70,14 @@ def source_label(hit: Hit) -> str:
     elif hit.line_end:
         parts.append(f"lines {hit.line_start}-{hit.line_end}")
     return " · ".join(parts)
+
+
+def short_label(hit: Hit) -> str:
+    """The innermost heading (`Linux`), else the file name: the model cites [n], not the label, and each
+    label token costs it time (claude-docs file names are ~20 tokens each)."""
+    if hit.heading:
+        return hit.heading.rsplit(" > ", 1)[-1]
+    return hit.path.rstrip("/").rsplit("/", 1)[-1] or hit.path
 
 
 # A line shorter than this (normalised) is kept even when repeated: "Python", "1.", table cells.
@@ -128,17 +143,39 @@ def rules(fence: str, count: int, language: str = "en") -> str:
     )
 
 
+def format_evidence(passages: Sequence[Hit], evidence: Sequence[EvidenceWindow], fence: str) -> str:
+    """One fenced block per passage that has evidence, its windows in order, gaps marked with `…`."""
+    blocks = []
+    for n, hit in enumerate(passages, start=1):
+        windows = [w for w in evidence if w.n == n]
+        if not windows:
+            continue
+        label = _one_line(short_label(hit), fence)
+        body = "\n…\n".join(neutralize(without_repeats(w.text), fence).strip() for w in windows)
+        blocks.append(f"<<<SOURCE [{n}] {fence}>>> {label}\n{body}")
+    return "\n\n".join(blocks)
+
+
 def build_messages(
-    question: str, passages: Sequence[Hit], fence: str | None = None
+    question: str,
+    passages: Sequence[Hit],
+    fence: str | None = None,
+    *,
+    evidence: Sequence[EvidenceWindow] | None = None,
 ) -> tuple[list[dict[str, str]], str]:
-    """Chat messages for answering `question` from `passages` ([1]..[n]), and the fence token used."""
+    """Chat messages for answering `question` from `passages` ([1]..[n]), and the fence token used.
+
+    With `evidence`, the model reads only those windows of the passages (numbered as their passages)."""
     fence = fence or new_fence()
     if not _FENCE_TOKEN_RE.fullmatch(fence):
         raise InputError("A prompt fence must be 8-64 letters or digits.", "Pass fence=None to draw one.")
     safe_question = neutralize(question, fence).strip()
-    sources = format_sources(passages, fence) if passages else "(no sources)"
+    if evidence is not None:
+        sources = format_evidence(passages, evidence, fence)
+    else:
+        sources = format_sources(passages, fence) if passages else ""
     user = (
-        f"<<<SOURCES {fence}>>>\n{sources}\n<<<END SOURCES {fence}>>>\n\n"
+        f"<<<SOURCES {fence}>>>\n{sources or '(no sources)'}\n<<<END SOURCES {fence}>>>\n\n"
         f"<<<QUESTION {fence}>>>\n{safe_question}\n<<<END QUESTION {fence}>>>\n\n"
         f"{rules(fence, len(passages), question_language(question))}"
     )

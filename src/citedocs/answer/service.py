@@ -3,7 +3,11 @@
 Two phases, so a front end can turn setup failures into ordinary errors before it sends a byte: `prepare`
 (validation, retrieval in a worker thread, the relevance gate) and `generate` (the events of one answer:
 `fetching` and one `fetched` per page when the best candidates are site pages not fetched yet, `sources`,
-`token`*, then exactly one `done` or `error`). `stream` joins them for callers that want events only. Tokens stream raw as the model writes them; `done.answer` is the answer after its citations were checked
+`evidence`, `token`*, then exactly one `done` or `error`). `stream` joins them for callers that want events
+only. `evidence` comes before the model is called: the few sentences that match the question best, for a
+reader to look at while the model reads (it is not the answer). With `settings.evidence_tokens` > 0 the model
+reads only evidence windows of the passages, numbered as their passages (0, the default: whole passages).
+Tokens stream raw as the model writes them; `done.answer` is the answer after its citations were checked
 and repaired, each sentence no passage supports marked `[unverified]`, and `done.raw_answer` what the model
 wrote.
 """
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from citedocs.answer.citations import check_citations, is_refusal, repair_answer
+from citedocs.answer.evidence import EvidenceWindow, best_sentences, score_sentences, select_evidence
 from citedocs.answer.gate import GateDecision, relevance_decision
 from citedocs.answer.pages import PageFetcher, links_to_fetch, passages
 from citedocs.answer.prompt import build_messages, question_language, refusal_sentence
@@ -32,6 +37,7 @@ from citedocs.search.engine import MAX_K, SearchResult
 from citedocs.settings import Settings
 
 __all__ = [
+    "EVIDENCE_NOTE",
     "MAX_QUESTION_CHARS",
     "AnswerEvent",
     "AnswerFailed",
@@ -45,11 +51,17 @@ log = logging.getLogger(__name__)
 
 MAX_QUESTION_CHARS = 2000
 _INTERNAL_HINT = "Try again; if it persists, report it with the trace id and the server log."
+EVIDENCE_NOTE = (
+    "The sentences of the sources that match the question best, shown while the model reads. "
+    "This is not the answer; the answer follows, with its citations checked."
+)
+# Sentences in the `evidence` event.
+HIGHLIGHTS = 3
 
 
 @dataclass(frozen=True, slots=True)
 class AnswerEvent:
-    """One server-sent event of an answer: `event` is fetching, fetched, sources, token, done or error."""
+    """One server-sent event of an answer: fetching, fetched, sources, evidence, token, done or error."""
 
     event: str
     data: dict[str, Any]
@@ -98,6 +110,11 @@ class PreparedAnswer:
     k: int = 5
     source: str | None = None
     finished: bool = field(default=False, repr=False)
+    # What the model reads (windows of `hits`) and what the `evidence` event shows; the prompt once built.
+    evidence: list[EvidenceWindow] | None = None
+    highlights: list[EvidenceWindow] = field(default_factory=list)
+    evidence_ms: float = 0.0
+    messages: list[dict[str, str]] | None = None
 
     @property
     def sources(self) -> list[dict[str, Any]]:
@@ -155,8 +172,23 @@ class AnswerService:
         else:
             gate = relevance_decision(question, hits, self.relevance_threshold)
         trace.end("retrieval", {"hits": len(hits), "gate.best": round(gate.best, 3), "fetch": len(fetch)})
-        return PreparedAnswer(question, hits, gate, trace, started, retrieval_ms, result.mode, result.note,
-                              fetch=fetch, k=k, source=source)  # fmt: skip
+        prepared = PreparedAnswer(question, hits, gate, trace, started, retrieval_ms, result.mode, result.note,
+                                  fetch=fetch, k=k, source=source)  # fmt: skip
+        if not fetch:
+            self._choose_evidence(prepared)
+        return prepared
+
+    def _choose_evidence(self, prepared: PreparedAnswer) -> None:
+        """What the model reads (windows, when evidence_tokens > 0) and what the `evidence` event shows."""
+        if not prepared.gate.allowed:
+            return
+        chosen = time.perf_counter()
+        scored = score_sentences(prepared.question, prepared.hits)
+        if self.settings.evidence_tokens > 0:
+            prepared.evidence = select_evidence(prepared.question, prepared.hits, self.settings.evidence_tokens,
+                                                scored=scored)  # fmt: skip
+        prepared.highlights = best_sentences(prepared.question, prepared.hits, HIGHLIGHTS, scored=scored)
+        prepared.evidence_ms = _ms(time.perf_counter() - chosen)
 
     async def _search(self, question: str, k: int, mode: str | None, source: str | None) -> SearchResult:
         """Twice the passages asked for: unfetched pages (links) among them are not passages to cite."""
@@ -189,6 +221,7 @@ class AnswerService:
         prepared.gate = relevance_decision(prepared.question, prepared.hits, self.relevance_threshold)
         prepared.fetch_ms = fetch_ms
         prepared.retrieval_ms = round(prepared.retrieval_ms + _ms(time.perf_counter() - again), 1)
+        self._choose_evidence(prepared)
 
     async def generate(self, prepared: PreparedAnswer) -> AsyncGenerator[AnswerEvent, None]:
         """`sources`, then `token`*, then exactly one `done` or `error`. Closing the iterator early (a
@@ -198,6 +231,7 @@ class AnswerService:
                 async for step in fetching:
                     yield step
         yield AnswerEvent("sources", {"sources": prepared.sources, "note": prepared.note})
+        yield AnswerEvent("evidence", evidence_data(prepared))
         if not prepared.gate.allowed:
             yield self._refused_before_model(prepared)
             return
@@ -206,7 +240,8 @@ class AnswerService:
                               "Run `citedocs model install`, or set CITEDOCS_LLM_BASE_URL, or CITEDOCS_LLM_GGUF for a local "
                               "llama.cpp server.")  # fmt: skip
             return
-        messages, _ = build_messages(prepared.question, prepared.hits)
+        messages, _ = build_messages(prepared.question, prepared.hits, evidence=prepared.evidence)
+        prepared.messages = messages
         pieces: list[str] = []
         generation_started = time.perf_counter()
         ttft_ms: float | None = None
@@ -316,7 +351,7 @@ class AnswerService:
             "relevance": round(prepared.gate.best, 3), "truncated": finish.truncated,
             "finish_reason": finish.finish_reason, "model": finish.model or (self.llm.model if self.llm else None),
             "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-                      "estimated": usage.estimated},
+                      "estimated": usage.estimated, **_cache_usage(finish)},
             "timings": timings, "cost_usd": round(finish.cost_usd, 8), "trace_id": prepared.trace.trace_id,
             "supported_fraction": details["supported_fraction"], "repaired": details["repaired"],
             "sentences": details["sentences"],
@@ -347,6 +382,26 @@ class AnswerService:
         prepared.trace.finish({"cancelled": True}, error="client disconnected")
 
 
+def evidence_data(prepared: PreparedAnswer) -> dict[str, Any]:
+    """The `evidence` event: the best sentences (none when the gate refused), each with its citation."""
+    return {
+        "evidence": [w.to_dict() for w in prepared.highlights],
+        "note": EVIDENCE_NOTE,
+        "ms": round(prepared.evidence_ms + prepared.retrieval_ms, 1),
+    }
+
+
+def _cache_usage(finish: Finish) -> dict[str, int]:
+    """llama.cpp's count of prompt tokens it took from its cache (`cache_n`) and read now (`prompt_n`)."""
+    timings = finish.server_timings or {}
+    out = {}
+    if isinstance(timings.get("cache_n"), int | float):
+        out["cached_tokens"] = int(timings["cache_n"])
+    if isinstance(timings.get("prompt_n"), int | float):
+        out["read_tokens"] = int(timings["prompt_n"])
+    return out
+
+
 def validate_question(question: str) -> str:
     if not isinstance(question, str) or not question.strip():
         raise InputError("The question is empty.", "Type a question about your documents.")
@@ -368,9 +423,10 @@ def _error_data(
 
 
 async def collect(events: AsyncGenerator[AnswerEvent, None]) -> dict[str, Any]:
-    """Run an answer's events to the end: `{"sources": [...], "fetched": [...], **done}`, or raise
-    AnswerFailed. `fetched` lists the site pages fetched for the answer (empty when none were needed)."""
+    """Run an answer's events to the end: `{"sources": [...], "evidence": [...], "fetched": [...], **done}`, or
+    raise AnswerFailed. `fetched` lists the site pages fetched for the answer (empty when none were needed)."""
     sources: list[dict[str, Any]] = []
+    evidence: list[dict[str, Any]] = []
     fetched: list[dict[str, Any]] = []
     note = None
     async with contextlib.aclosing(events) as stream:
@@ -379,8 +435,16 @@ async def collect(events: AsyncGenerator[AnswerEvent, None]) -> dict[str, Any]:
                 sources, note = event.data["sources"], event.data.get("note")
             elif event.event == "fetched":
                 fetched.append(event.data)
+            elif event.event == "evidence":
+                evidence = event.data["evidence"]
             elif event.event == "done":
-                return {"sources": sources, "fetched": fetched, "note": note, **event.data}
+                return {
+                    "sources": sources,
+                    "evidence": evidence,
+                    "fetched": fetched,
+                    "note": note,
+                    **event.data,
+                }
             elif event.event == "error":
                 raise AnswerFailed(event.data)
     raise AnswerFailed(_error_data("internal", "The answer ended without a result.", _INTERNAL_HINT, None))

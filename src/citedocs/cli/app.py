@@ -389,7 +389,12 @@ def ask(
     """Answer from your documents with a local LLM; every citation is checked before it is shown."""
 
     def show(event: Any) -> None:
-        if event.event == "token" and not as_json:
+        if as_json:
+            return
+        if event.event == "evidence" and event.data.get("evidence"):
+            sys.stdout.write(evidence_text(event.data))
+            sys.stdout.flush()
+        elif event.event == "token":
             sys.stdout.write(event.data["text"])
             sys.stdout.flush()
         elif event.event == "fetching" and not as_json:
@@ -420,6 +425,17 @@ def ask(
         out.print(f"[yellow]removed citations to missing sources: {data['invalid_citations']}[/yellow]")
     if data.get("refused"):
         out.print("[dim](refused: the documents do not answer this)[/dim]")
+
+
+def evidence_text(data: dict[str, Any]) -> str:
+    """The `evidence` event as `citedocs ask` prints it while the model reads."""
+    lines = ["While the model reads, the sentences that match best (not the answer):"]
+    for item in data["evidence"]:
+        name = str(item["path"]).rstrip("/").rsplit("/", 1)[-1]
+        where = f"p. {item['page']}" if item.get("page") else f"{item['line_start']}-{item['line_end']}"
+        text = " ".join(str(item["text"]).split())
+        lines.append(f"  [{item['n']}] {text}  ({name}:{where})")
+    return "\n".join(lines) + "\n\n"
 
 
 def parse_read_target(target: str) -> tuple[str, int | None, int | None]:

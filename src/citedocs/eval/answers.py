@@ -1,7 +1,9 @@
 """`citedocs eval answer`: every case through the real answer pipeline, scored per case.
 
 Answerable cases: key-fact recall (a refusal scores 0), context recall, wrong refusal, invalid-citation rate,
-lexical citation support (our checker), and, with a judge, citation precision and faithfulness. Unanswerable
+lexical citation support (our checker), and, with a judge, citation precision and faithfulness. Each case's
+row in the run directory keeps the exact prompt the model read (`prompt`: the chat messages) and the
+`evidence` event. Unanswerable
 and off-topic cases: correct refusal (and, for off-topic, whether the gate refused before any model call).
 """
 
@@ -157,6 +159,7 @@ async def _run(
                 "refused_before_model": data.get("refused_before_model"), "citations": data.get("citations"),
                 "sources": [source_label(s["n"], s["path"], s.get("heading")) for s in data.get("sources", [])],
                 "judgements": judgements, "timings": data.get("timings"), "usage": data.get("usage"),
+                "evidence": data.get("evidence"), "prompt": prepared.messages,
             }  # fmt: skip
     finally:
         await handle.stop()

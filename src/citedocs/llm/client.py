@@ -6,6 +6,11 @@ per-chunk read timeout, retries with exponential backoff only before the first t
 raises LLMStreamError. Closing or cancelling the iterator closes the upstream response at once, so the server
 stops generating; wrap it in `contextlib.aclosing` when you may stop early. The API key is sent as a Bearer
 token and never appears in a message or a log line.
+
+Prompt cache: once a server has shown itself to be llama.cpp (its stream carries `timings`), or when told so
+(`llama_cpp=True`, a server we started), requests carry `cache_prompt: true` so it reuses the longest prefix
+it already read; other servers never see the field (OpenAI answers 400 to unknown fields). The server's own
+`timings` (prompt tokens read, prompt tokens taken from its cache) come back on the `Finish`.
 """
 
 from __future__ import annotations
@@ -84,6 +89,8 @@ class Finish:
     usage: Usage
     cost_usd: float
     model: str = ""
+    # llama.cpp's `timings` (prompt_n: prompt tokens read now, cache_n: taken from its cache, *_ms); or None
+    server_timings: Mapping[str, float] | None = None
 
     @property
     def truncated(self) -> bool:
@@ -153,6 +160,7 @@ class LLMClient:
         max_backoff_s: float = 8.0,
         client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        llama_cpp: bool = False,
     ) -> None:
         if not base_url:
             raise LLMError(
@@ -175,6 +183,7 @@ class LLMClient:
         self._owns_client = client is None
         self._client = client or httpx.AsyncClient(transport=transport, trust_env=False)
         self._shown_url = redact_url(self.base_url)
+        self.llama_cpp = llama_cpp
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> LLMClient:
@@ -214,6 +223,8 @@ class LLMClient:
         }
         if stream:
             body["stream_options"] = {"include_usage": True}
+        if self.llama_cpp:
+            body["cache_prompt"] = True
         body.update({k: v for k, v in options.items() if v is not None})
         return body
 
@@ -286,6 +297,7 @@ class LLMClient:
         usage: Usage | None = None
         model = ""
         chunks = 0
+        timings: dict[str, float] | None = None
         completion_text: list[str] = []
         async for data in sse_data(response):
             if data.strip() == "[DONE]":
@@ -296,7 +308,7 @@ class LLMClient:
                 final = usage or Usage(
                     prompt_estimate(body), max(chunks, estimate_tokens("".join(completion_text))), True
                 )
-                yield Finish(finish_reason, final, self.prices.cost(final), model)
+                yield Finish(finish_reason, final, self.prices.cost(final), model, timings)
                 return
             try:
                 payload = json.loads(data)
@@ -313,6 +325,9 @@ class LLMClient:
                     partial=chunks > 0,
                 )
             model = payload.get("model") or model
+            if isinstance(payload.get("timings"), dict):
+                timings = _server_timings(payload["timings"])
+                self.llama_cpp = True
             if isinstance(payload.get("usage"), dict):
                 usage = _to_usage(payload["usage"]) or usage
             for choice in payload.get("choices") or []:
@@ -431,6 +446,10 @@ class LLMClient:
             "Check the model server's log.",
             partial=partial,
         )
+
+
+def _server_timings(raw: Mapping[str, Any]) -> dict[str, float]:
+    return {k: v for k, v in raw.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 def _to_usage(raw: Any) -> Usage | None:

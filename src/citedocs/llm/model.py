@@ -96,7 +96,7 @@ class ModelHandle:
                 log.error("the local model server did not start: %s", exc)
                 return
             local = self.settings.model_copy(update={"llm_base_url": server.base_url})
-            client = LLMClient.from_settings(local)
+            client = LLMClient.from_settings(local, llama_cpp=True)
             self.client = client
             on_ready(client)
 

@@ -383,7 +383,8 @@ class _SiteTools:
         self, question: Annotated[str, Field(description="A question about the indexed documents.")]
     ) -> dict[str, Any]:
         """Answer a question from the indexed documents with a local language model. Every sentence cites
-        numbered sources, and citations are checked. Refuses when the documents do not hold the answer."""
+        numbered sources, and citations are checked. Refuses when the documents do not hold the answer.
+        `evidence` lists the sentences that matched the question best (not the answer)."""
         answer = self.app.ask(question)
         data: dict[str, Any] = answer.to_dict() if hasattr(answer, "to_dict") else dict(answer)
         if isinstance(data.get("sources"), list):

@@ -156,7 +156,7 @@ function renderSources(list, note) {
 
 function renderEvidence(data) {
   const box = $("evidence");
-  const items = (data && data.sentences) || [];
+  const items = (data && (data.evidence || data.sentences)) || [];
   if (!items.length && !(data && data.note)) return;
   box.hidden = false;
   box.replaceChildren(el("div", { class: "small muted" }, data.note || "The passages' best sentences for this question:"),
