@@ -446,3 +446,20 @@ def test_the_real_evidence_event_shows_before_the_model_writes(browser: Any, tmp
             assert "8765" in page.inner_text("#evidence") and page.locator("#evidence .cite").count() >= 1
             page.wait_for_selector("#answer:not(.streaming) .sent.ok")
         close(llm)
+
+
+def test_the_status_panel_shows_models_index_and_the_folder_watcher(browser: Any, tmp_path: Path) -> None:
+    library = make_library(tmp_path)
+    try:
+        library.start_watching()
+        with live_server(create_app(library.settings, library, None)) as url, new_page(browser, url) as page:
+            page.click("#tab-status")
+            page.wait_for_selector("#status-index dd")
+            page.wait_for_function(
+                "document.querySelector('#status-index').textContent.includes('1 of 1 folders live')"
+            )
+            index = page.inner_text("#status-index")
+            assert "site pages not fetched" in index and "chunks" in index
+            assert "none configured" in page.inner_text("#status-models")
+    finally:
+        library.close()

@@ -133,6 +133,8 @@ async def status(request: Request, library: Library) -> dict[str, Any]:
         "sources": len(data["sources"]),
         "active": jobs.active or any(j["state"] == "running" for j in data["jobs"]),
         "jobs": data["jobs"][:6],
+        "watch": data.get("watch", []),
+        "links": data["totals"].get("links", 0),
         "stats": {**stats, "in_flight": state.slots.in_flight, "max_concurrent": state.slots.limit},
     }
 

@@ -1,6 +1,6 @@
 // citedocs web page: tabs, the status panel and pill, and the wiring of search, ask and sources.
 // Plain ES modules, no build step, no external assets.
-import { $, api, bytes, el } from "./dom.js";
+import { $, api, bytes, el, fileName } from "./dom.js";
 import { initAsk, setModel } from "./ask.js";
 import { initSearch, search, setFilters } from "./search.js";
 import { initSources, loadSources, pollJobs } from "./sources.js";
@@ -56,6 +56,15 @@ function embedderText(e) {
   return (e.name || "auto") + " — " + e.state.replace("not_loaded", "not loaded yet");
 }
 
+// The folder watchers (GET /status `watch`): how many watch, and any that cannot, with the reason.
+function watchText(watchers) {
+  if (!watchers.length) return "no folders";
+  const live = watchers.filter((w) => w.state === "watching" || w.state === "polling").length;
+  const odd = watchers.filter((w) => !["watching", "polling"].includes(w.state))
+    .map((w) => fileName(w.folder || w.path || "") + ": " + w.state + (w.reason ? " (" + w.reason + ")" : ""));
+  return live + " of " + watchers.length + " folders live" + (odd.length ? " · " + odd.join("; ") : "");
+}
+
 function ms(timing) {
   if (!timing || timing.p50 === null || timing.p50 === undefined) return "—";
   return Math.round(timing.p50) + " / " + Math.round(timing.p95) + " ms";
@@ -74,6 +83,8 @@ function renderStatus(s) {
       ...row("sources", String(s.sources)),
       ...row("documents", t.indexed + " indexed · " + t.failed + " failed"),
       ...row("chunks", String(t.chunks)),
+      ...row("site pages not fetched", String(s.links || 0)),
+      ...row("watching", watchText(s.watch || [])),
       ...row("size", bytes(s.db_bytes)),
       ...row("changes", s.writable ? "allowed from this page" : s.read_only_reason))),
     el("div", { class: "card", id: "status-stats" }, el("h2", {}, "Answers (GET /stats)"), el("dl", {},
