@@ -235,6 +235,9 @@ def test_citedocs_ask_on_a_site_only_index_fetches_then_answers(
     app = Citedocs(_settings(tmp_path))
     app.sites.add("claude", llms_txt)
     app.close()
+    status = subprocess.run([sys.executable, "-m", "citedocs", "status"], env=env, capture_output=True, text=True,
+                            timeout=60)  # fmt: skip
+    assert status.returncode == 0 and "45 site pages not fetched yet" in status.stdout, status.stdout
     with FakeOpenAI([Reply(tokens=TICKETS_ANSWER)]) as llm:
         env["CITEDOCS_LLM_BASE_URL"] = llm.base_url
         proc = subprocess.run([sys.executable, "-m", "citedocs", "ask", TICKETS], env=env, capture_output=True,

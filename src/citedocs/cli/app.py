@@ -211,7 +211,10 @@ def status(db: DbOption = None, as_json: JsonOption = False) -> None:
             print_json(data)
             return
         t = data["totals"]
-        out.print(f"index {data['db']}: {t['indexed']} documents, {t['chunks']} chunks, {t['failed']} failed")
+        links = f", {t['links']} site pages not fetched yet" if t.get("links") else ""
+        out.print(
+            f"index {data['db']}: {t['indexed']} documents, {t['chunks']} chunks, {t['failed']} failed{links}"
+        )
         out.print(_embedder_line(data["embedder"]))
         out.print(_llm_line(data["llm"]))
         for job in data["jobs"][:3]:
