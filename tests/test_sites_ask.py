@@ -39,6 +39,12 @@ def claude_site(tmp_path: Path) -> Iterator[tuple[DocsSite, str, list[ClaudeCase
         yield site, llms_txt, claude_cases(data, urls)
 
 
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a `citedocs` process on this test's index, allowed to fetch from loopback."""
+    return {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.db"), "CITEDOCS_EMBEDDER": "none",
+            "CITEDOCS_ALLOWED_PRIVATE_HOSTS": "127.0.0.1", "CITEDOCS_CONFIG": str(tmp_path / "none.toml")}  # fmt: skip
+
+
 def _settings(tmp_path: Path, **extra: Any) -> Settings:
     return Settings(db=str(tmp_path / "index.db"), allowed_private_hosts=["127.0.0.1"], embedder="none",
                     **extra)  # fmt: skip
@@ -202,8 +208,7 @@ def test_add_site_then_ask_over_http_cites_the_right_page_with_no_manual_fetch(
 ) -> None:
     """The whole path with real processes: `citedocs add-site`, `citedocs search`, `citedocs serve`, /ask."""
     site, llms_txt, _ = claude_site
-    env = {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.db"), "CITEDOCS_EMBEDDER": "none",
-           "CITEDOCS_ALLOWED_PRIVATE_HOSTS": "127.0.0.1", "CITEDOCS_CONFIG": str(tmp_path / "none.toml")}  # fmt: skip
+    env = cli_env(tmp_path)
     added = subprocess.run([sys.executable, "-m", "citedocs", "add-site", "claude", llms_txt], env=env,
                            capture_output=True, text=True, timeout=60)  # fmt: skip
     assert added.returncode == 0, added.stderr
@@ -230,8 +235,7 @@ def test_citedocs_ask_on_a_site_only_index_fetches_then_answers(
     tmp_path: Path, claude_site: tuple[DocsSite, str, list[ClaudeCase]]
 ) -> None:
     site, llms_txt, _ = claude_site
-    env = {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.db"), "CITEDOCS_EMBEDDER": "none",
-           "CITEDOCS_ALLOWED_PRIVATE_HOSTS": "127.0.0.1", "CITEDOCS_CONFIG": str(tmp_path / "none.toml")}  # fmt: skip
+    env = cli_env(tmp_path)
     app = Citedocs(_settings(tmp_path))
     app.sites.add("claude", llms_txt)
     app.close()

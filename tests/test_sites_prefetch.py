@@ -3,7 +3,6 @@ The site is the real Claude docs of ../shared/data/claude-docs-qa on a loopback 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from citedocs.sources.llmstxt import DocLink
 from conftest import shared
 from fakes.claude_site import write_claude_site
 from fakes.docs_site import DocsSite, serve_docs
+from test_sites_ask import cli_env
 
 
 @pytest.fixture
@@ -46,8 +46,7 @@ def test_add_site_fetch_n_then_refresh_fetch_all_resumes_and_a_rerun_fetches_not
     tmp_path: Path, claude: tuple[DocsSite, str]
 ) -> None:
     site, llms_txt = claude
-    env = {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.db"), "CITEDOCS_EMBEDDER": "none",
-           "CITEDOCS_ALLOWED_PRIVATE_HOSTS": "127.0.0.1", "CITEDOCS_CONFIG": str(tmp_path / "none.toml")}  # fmt: skip
+    env = cli_env(tmp_path)
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run([sys.executable, "-m", "citedocs", *args], env=env, capture_output=True,

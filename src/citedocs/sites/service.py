@@ -19,6 +19,7 @@ from dataclasses import astuple, replace
 from typing import Any
 
 from citedocs.errors import CitedocsError, FetchError, InputError, NotFoundError
+from citedocs.hits import LINK_FORMAT
 from citedocs.settings import Settings
 from citedocs.sites.links import sync_links
 from citedocs.sites.model import (
@@ -319,7 +320,9 @@ class SiteService:
         if sections:
             documents = self.store.documents(source.id)
             self.store.delete_documents(
-                d.id for u in sections if (d := documents.get(u)) is not None and d.format == "link" and d.id
+                d.id
+                for u in sections
+                if (d := documents.get(u)) is not None and d.format == LINK_FORMAT and d.id
             )
         with self._lock:
             if self._indexed.get(source.name, (None,))[0] == source.id:
