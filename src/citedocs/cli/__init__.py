@@ -1,7 +1,7 @@
 """The `citedocs` command: one typer app; each verb is a thin call into the library.
 
-`main` first lets a running `citedocs serve` answer a search (`fast.py`), before typer and the library are
-imported; everything else, and every search it cannot answer, runs the full app.
+`main` first lets a running `citedocs serve` answer a search (`fast.py`), and starts `citedocs mcp` on stdio,
+before typer and rich are imported; everything else, and every call those two cannot take, runs the full app.
 """
 
 from __future__ import annotations
@@ -17,6 +17,12 @@ def main() -> None:
         from citedocs.cli.fast import fast_search
 
         code = fast_search(sys.argv[2:])
+        if code is not None:
+            sys.exit(code)
+    elif sys.argv[1:2] == ["mcp"]:
+        from citedocs.cli.fast import fast_mcp
+
+        code = fast_mcp(sys.argv[2:])
         if code is not None:
             sys.exit(code)
     from citedocs.cli.app import main as run

@@ -4,30 +4,22 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 
-from citedocs.errors import (
-    AccessDenied,
-    AnswerFailed,
-    CitedocsError,
-    ConfigError,
-    EmbedderError,
-    FetchError,
-    InputError,
-    LLMError,
-    LLMStreamError,
-    ModelMismatchError,
-    NotFoundError,
-    ParseError,
-    RetrievalToolError,
-    StoreError,
-    UnsafeURLError,
+from citedocs.cli.exits import (
+    EXIT_CODES,
+    EXIT_DENIED,
+    EXIT_ERROR,
+    EXIT_NOT_FOUND,
+    EXIT_UNAVAILABLE,
+    exit_code_for,
 )
+from citedocs.errors import CitedocsError
 from citedocs.settings import Settings
 
 console = Console(stderr=True)
@@ -38,37 +30,7 @@ DbOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 T = TypeVar("T")
-
-EXIT_ERROR = 1  # the request cannot be done as given: fix the argument, the setting or the file
-EXIT_NOT_FOUND = 3
-EXIT_DENIED = 4
-EXIT_UNAVAILABLE = 5  # a service citedocs depends on (index, model, site) failed: retry or check it
-
-# One exit code per class of the error tree, looked up along the MRO (tests/test_errors.py checks the rows).
-EXIT_CODES: Mapping[type[CitedocsError], int] = {
-    CitedocsError: EXIT_ERROR,
-    ConfigError: EXIT_ERROR,
-    InputError: EXIT_ERROR,
-    ParseError: EXIT_ERROR,
-    ModelMismatchError: EXIT_ERROR,
-    NotFoundError: EXIT_NOT_FOUND,
-    AccessDenied: EXIT_DENIED,
-    UnsafeURLError: EXIT_DENIED,
-    StoreError: EXIT_UNAVAILABLE,
-    FetchError: EXIT_UNAVAILABLE,
-    EmbedderError: EXIT_UNAVAILABLE,
-    LLMError: EXIT_UNAVAILABLE,
-    LLMStreamError: EXIT_UNAVAILABLE,
-    AnswerFailed: EXIT_UNAVAILABLE,
-    RetrievalToolError: EXIT_UNAVAILABLE,
-}
-
-
-def exit_code_for(exc: CitedocsError) -> int:
-    for cls in type(exc).__mro__:
-        if cls in EXIT_CODES:
-            return EXIT_CODES[cls]
-    return EXIT_ERROR
+__all__ = ["EXIT_CODES", "EXIT_DENIED", "EXIT_ERROR", "EXIT_NOT_FOUND", "EXIT_UNAVAILABLE", "exit_code_for"]
 
 
 def settings_for(db: str | None) -> Settings:
@@ -79,7 +41,7 @@ def settings_for(db: str | None) -> Settings:
 def service(db: str | None) -> Iterator[Any]:
     from citedocs.service import Citedocs
 
-    app_ = Citedocs(settings_for(db))
+    app_ = run(lambda: Citedocs(settings_for(db)))  # an index that cannot be opened is a message too
     try:
         yield app_
     finally:

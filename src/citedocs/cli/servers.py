@@ -59,7 +59,11 @@ def serve(
         console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         raise typer.Exit(exit_code_for(exc)) from None
     bound = int(sock.getsockname()[1])
-    library = Citedocs(settings)
+    try:
+        library = run(partial(Citedocs, settings))
+    except BaseException:
+        sock.close()
+        raise
     try:
         for path in folder or []:
             run(partial(library.add_folder, path))
@@ -97,12 +101,14 @@ def mcp(
     db: DbOption = None,
 ) -> None:
     """Run the MCP server (stdio by default) with both tool sets: folders and llms.txt sites."""
-    from citedocs.mcp import run_http, run_stdio
-
     settings = settings_for(db)
     if http:
+        from citedocs.mcp.transports import run_http
+
         run(lambda: run_http(settings, host=host, port=port, read_only=read_only))
     else:
+        from citedocs.mcp.early import run_stdio  # answers the handshake before the SDK is imported
+
         run(lambda: run_stdio(settings, read_only=read_only))
 
 

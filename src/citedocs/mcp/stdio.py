@@ -4,18 +4,32 @@ The SDK ends the session at end of input and cancels the handlers still running,
 citedocs mcp` lost the replies to its last requests (3 of 3 runs). Here end of input waits until each request
 read has been answered (or cancelled by the client), for at most `DRAIN_S`; SIGTERM and Ctrl-C end the session
 the same way as end of input, without waiting.
+
+A session whose handshake was already answered (`mcp/early.py`) starts here with those messages replayed: the
+SDK reads them first and its replies to them (`REPLAYED` ids) are not sent again.
 """
 
 from __future__ import annotations
 
+import io
+import logging
 import signal
+from collections.abc import Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import anyio
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
+from mcp.types import (
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    jsonrpc_message_adapter,
+)
+
+from citedocs.mcp.handshake import REPLAYED
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
@@ -23,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = ["DRAIN_S", "serve_stdio"]
 
 DRAIN_S = 600.0  # an `ask` waits up to llm_read_timeout_s (180 s) between tokens
+
+log = logging.getLogger(__name__)
 
 
 class _Pending:
@@ -43,23 +59,39 @@ class _Pending:
                 await self.changed.wait()
 
 
-class _Reader:
-    """The client's messages, noting requests; at end of input, ends only once they are answered."""
+def _parsed(line: bytes) -> SessionMessage | Exception:
+    """A line as the SDK's own stdin reader turns it into a message (or the error it reports)."""
+    try:
+        text = line.decode("utf-8", errors="replace")
+        return SessionMessage(jsonrpc_message_adapter.validate_json(text, by_name=False))
+    except Exception as exc:  # the SDK's reader sends any parse failure on as the item
+        return exc
 
-    def __init__(self, inner: Any, pending: _Pending) -> None:
+
+class _Reader:
+    """The client's messages (the replayed ones first), noting requests; at end of input, ends only once
+    they are answered."""
+
+    def __init__(self, inner: Any, pending: _Pending, replay: Sequence[bytes] = ()) -> None:
         self.inner = inner
         self.pending = pending
+        self.replay = [_parsed(line) for line in replay]
+        self.replaying = False
 
     @property
     def last_context(self) -> Any:
-        return getattr(self.inner, "last_context", None)
+        return None if self.replaying else getattr(self.inner, "last_context", None)
 
     async def receive(self) -> Any:
-        try:
-            item = await self.inner.receive()
-        except anyio.EndOfStream:
-            await self.pending.until_empty()
-            raise
+        self.replaying = bool(self.replay)
+        if self.replay:
+            item = self.replay.pop(0)
+        else:
+            try:
+                item = await self.inner.receive()
+            except anyio.EndOfStream:
+                await self.pending.until_empty()
+                raise
         message = item.message if isinstance(item, SessionMessage) else None
         if isinstance(message, JSONRPCRequest):
             self.pending.ids.add(message.id)
@@ -96,9 +128,15 @@ class _Writer:
         self.pending = pending
 
     async def send(self, item: SessionMessage, /) -> None:
-        await self.inner.send(item)
-        if isinstance(item.message, JSONRPCResponse | JSONRPCError):
-            self.pending.discard(item.message.id)
+        message = item.message
+        if not isinstance(message, JSONRPCResponse | JSONRPCError):
+            await self.inner.send(item)
+            return
+        if message.id != REPLAYED:
+            await self.inner.send(item)
+        elif isinstance(message, JSONRPCError):  # the early answer said yes where the SDK says no
+            log.error("the replayed initialize was refused: %s", message.error.message)
+        self.pending.discard(message.id)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -112,9 +150,28 @@ class _Writer:
         await self.aclose()
 
 
-async def serve_stdio(server: MCPServer) -> None:
-    """Serve `server` on stdin/stdout until end of input (replies drained) or SIGTERM/SIGINT."""
+class _Unowned(io.TextIOWrapper):
+    """Text over the wire's bytes; closing it leaves the wire open (it is not this layer's to close)."""
+
+    def close(self) -> None:
+        if not self.closed:
+            self.detach()
+
+
+async def serve_stdio(
+    server: MCPServer,
+    wire: tuple[BinaryIO, BinaryIO] | None = None,
+    replay: Sequence[bytes] = (),
+) -> None:
+    """Serve `server` until end of input (replies drained) or SIGTERM/SIGINT: on the process's stdin and
+    stdout, or on `wire` (input, output) that `mcp/early.py` claimed, reading the `replay` lines first."""
     lowlevel = server._lowlevel_server  # the SDK's run_stdio_async does the same, without the drain
+    streams: dict[str, Any] = {}
+    if wire is not None:
+        streams = {
+            "stdin": anyio.wrap_file(_Unowned(wire[0], encoding="utf-8", errors="replace")),
+            "stdout": anyio.wrap_file(_Unowned(wire[1], encoding="utf-8")),
+        }
     async with anyio.create_task_group() as tg:
 
         async def stop_on_signal() -> None:
@@ -123,8 +180,8 @@ async def serve_stdio(server: MCPServer) -> None:
                     tg.cancel_scope.cancel()
 
         tg.start_soon(stop_on_signal)
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_server(**streams) as (read_stream, write_stream):
             pending = _Pending()
-            await lowlevel.run(_Reader(read_stream, pending), _Writer(write_stream, pending),
+            await lowlevel.run(_Reader(read_stream, pending, replay), _Writer(write_stream, pending),
                                lowlevel.create_initialization_options())  # fmt: skip
         tg.cancel_scope.cancel()

@@ -7,7 +7,6 @@ back in a `note`; every result is bounded by a character budget with a way to pa
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -18,9 +17,9 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from citedocs import __version__
-from citedocs.errors import CitedocsError
 from citedocs.mcp.boundary import CitedocsMCPServer, model_fixable
-from citedocs.mcp.budget import DEFAULT_MAX_CHARS, fit_chars, fit_items, fit_lines
+from citedocs.mcp.budget import fit_chars, fit_items, fit_lines, result_budget
+from citedocs.mcp.handshake import MUTATING_TOOLS, answers_enabled, instructions_for
 from citedocs.mcp.shapes import (
     AddFolderOut,
     FoldersOut,
@@ -40,9 +39,6 @@ from citedocs.mcp.shapes import (
 if TYPE_CHECKING:
     from citedocs.service import Citedocs
 
-MUTATING_TOOLS = frozenset(
-    {"add_folder", "remove_folder", "reindex", "add_doc_source", "remove_doc_source", "refresh_doc_source"}
-)
 MAX_FAILURES_SHOWN = 50
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -61,14 +57,17 @@ Mode = Literal["keyword", "semantic", "hybrid"]
 TopK = Annotated[int, Field(ge=1, le=50, description="How many results to return (1-50).")]
 
 
-def build_server(app: Citedocs, *, read_only: bool = False, max_chars: int | None = None) -> MCPServer:
-    """One MCP server for both tool sets over `app`; `read_only` hides the tools that change the registry."""
-    budget = max_chars or int(getattr(app.settings, "mcp_max_chars", 0) or DEFAULT_MAX_CHARS)
+def build_server(
+    app: Citedocs, *, read_only: bool = False, max_chars: int | None = None, instructions: str | None = None
+) -> MCPServer:
+    """One MCP server for both tool sets over `app`; `read_only` hides the tools that change the registry.
+    `instructions` are the ones already sent when the handshake was answered early (`mcp/early.py`)."""
+    budget = result_budget(app.settings, max_chars)
     server = CitedocsMCPServer(
         "citedocs",
         title="citedocs — search your folders and documentation sites",
         version=__version__,
-        instructions=instructions_for(app, read_only=read_only, max_chars=budget),
+        instructions=instructions or instructions_for(app, read_only=read_only, max_chars=budget),
         log_level="WARNING",
     )
     tools = _FolderTools(app, budget)
@@ -98,42 +97,6 @@ def build_server(app: Citedocs, *, read_only: bool = False, max_chars: int | Non
     if answers_enabled(app):
         add(site_tools.ask, READ, "Answer a question with citations")
     return server
-
-
-def answers_enabled(app: Citedocs) -> bool:
-    """A base URL, a GGUF or an installed model (`citedocs model install`): the settings alone decide."""
-    from citedocs.llm.model import configured_llm
-
-    return bool(configured_llm(app.settings)["configured"])
-
-
-def instructions_for(app: Citedocs, *, read_only: bool, max_chars: int) -> str:
-    """What the model is told at connect time: what is indexed and the order to call the tools in."""
-    folders = [f"{i.uri} ({i.docs} docs)" for i in app.list_sources("folder")]
-    sites: list[str] = []
-    with contextlib.suppress(AttributeError, CitedocsError):
-        sites = [f"{s.name} ({s.to_dict().get('docs', '?')} docs)" for s in app.sites.list()]
-    add_folder = "" if read_only else " — register one with add_folder(path)"
-    add_site = "" if read_only else " — add one with add_doc_source(name, llms_txt_url)"
-    lines = [
-        "citedocs searches the user's own documents: local folders and llms.txt documentation sites.",
-        f"Indexed folders: {'; '.join(folders) or 'none yet' + add_folder}.",
-        f"Documentation sites: {'; '.join(sites) or 'none yet' + add_site}.",
-        "How to use the tools:",
-        "- search(query) ranks passages from the folders; each hit has path, heading, line_start-line_end, "
-        "score, snippet and chunk_id. Then read_file(path, start_line, end_line) on a hit's lines for context.",
-        "- Cite a passage by its location ('setup.md:10-24' or 'report.pdf, p. 12').",
-        "- search_docs(query, source?) ranks documentation site pages; fetch_doc(url) reads one. "
-        "docs_home() summarises the sites.",
-        "- index_status() shows background indexing; search answers from keywords while it runs.",
-        f"- Results are capped at about {max_chars} characters: read_file returns next_start_line and "
-        "fetch_doc next_offset when there is more.",
-    ]
-    if read_only:
-        lines.append("- This server is read-only: folders and sites cannot be added or removed here.")
-    if answers_enabled(app):
-        lines.append("- ask(question) answers from the index with checked citations.")
-    return "\n".join(lines)
 
 
 class _FolderTools:

@@ -13,16 +13,17 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from mcp.server.transport_security import TransportSecuritySettings
-
 from citedocs.httpd import bind
-from citedocs.mcp.tools import build_server
+from citedocs.mcp.early import run_stdio, start_background
 
 if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
 
     from citedocs.service import Citedocs
     from citedocs.settings import Settings
+
+__all__ = ["http_app", "main", "run_http", "run_stdio", "start_background", "transport_security"]
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
@@ -31,6 +32,8 @@ def transport_security(
     port: int | None, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()
 ) -> TransportSecuritySettings:
     """Host/Origin allow-lists: loopback names with `port` (any port when None), plus `allowed_hosts`."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
     names = list(LOOPBACK_HOSTS)
     if host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
         names.append(f"[{host}]" if ":" in host else host)
@@ -63,39 +66,14 @@ def http_app(
     Mounted inside another app, its lifespan must run too (Starlette does not run a mounted app's):
     enter `mcp_app.router.lifespan_context(mcp_app)` in the outer app's lifespan.
     """
+    from citedocs.mcp.tools import build_server
+
     server = build_server(app, read_only=read_only, max_chars=max_chars)
     return server.streamable_http_app(
         streamable_http_path=path,
         transport_security=security or transport_security(port, host, allowed_hosts),
         host=host,
     )
-
-
-def _start_background(app: Citedocs) -> None:
-    """The embedding model loads, and the folder watchers start, in the background."""
-    start = getattr(app, "start_model", None)
-    if start is not None:
-        start()
-    watch = getattr(app, "start_watching", None)  # registered folders stay current while it serves
-    if watch is not None:
-        watch()
-
-
-def run_stdio(settings: Settings, read_only: bool = False) -> None:
-    """Serve MCP on stdin/stdout until the client closes stdin (every pending request answered first), or
-    SIGTERM (`citedocs mcp`). Logs go to stderr."""
-    import anyio
-
-    from citedocs.mcp.stdio import serve_stdio
-    from citedocs.service import Citedocs
-
-    app = Citedocs(settings)
-    try:
-        _start_background(app)
-        server = build_server(app, read_only=read_only)
-        anyio.run(serve_stdio, server)
-    finally:
-        app.close()  # waits for a model load or background job still running (see Citedocs.close)
 
 
 def run_http(
@@ -116,7 +94,7 @@ def run_http(
     bound_port = int(sock.getsockname()[1])
     app = Citedocs(settings)
     try:
-        _start_background(app)
+        start_background(app)
         extra = list(allowed_hosts) or settings.mcp_allowed_hosts
         asgi = http_app(app, read_only, port=bound_port, host=host, allowed_hosts=extra)
         shown = f"[{host}]" if ":" in host else host

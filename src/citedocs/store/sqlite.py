@@ -23,8 +23,14 @@ from citedocs.text.fts5 import fts5_tokens
 
 def connect(path: Path | str) -> sqlite3.Connection:
     """The one connection factory: WAL, foreign keys, a busy timeout for concurrent writers."""
-    if str(path) != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if str(path) != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file where a folder should be, no permission, a read-only disk
+        raise StoreError(
+            f"Cannot create the folder for the index at {path}: {exc.strerror or exc}.",
+            "Pass --db (or set CITEDOCS_DB) to a file in a folder you can write to.",
+        ) from exc
     try:
         conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row

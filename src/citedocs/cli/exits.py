@@ -1,0 +1,56 @@
+"""Exit codes: one per class of the error tree, for the full CLI and for the paths that run without typer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from citedocs.errors import (
+    AccessDenied,
+    AnswerFailed,
+    CitedocsError,
+    ConfigError,
+    EmbedderError,
+    FetchError,
+    InputError,
+    LLMError,
+    LLMStreamError,
+    ModelMismatchError,
+    NotFoundError,
+    ParseError,
+    RetrievalToolError,
+    StoreError,
+    UnsafeURLError,
+)
+
+__all__ = ["EXIT_CODES", "EXIT_DENIED", "EXIT_ERROR", "EXIT_NOT_FOUND", "EXIT_UNAVAILABLE", "exit_code_for"]
+
+EXIT_ERROR = 1  # the request cannot be done as given: fix the argument, the setting or the file
+EXIT_NOT_FOUND = 3
+EXIT_DENIED = 4
+EXIT_UNAVAILABLE = 5  # a service citedocs depends on (index, model, site) failed: retry or check it
+
+# One exit code per class of the error tree, looked up along the MRO (tests/test_errors.py checks the rows).
+EXIT_CODES: Mapping[type[CitedocsError], int] = {
+    CitedocsError: EXIT_ERROR,
+    ConfigError: EXIT_ERROR,
+    InputError: EXIT_ERROR,
+    ParseError: EXIT_ERROR,
+    ModelMismatchError: EXIT_ERROR,
+    NotFoundError: EXIT_NOT_FOUND,
+    AccessDenied: EXIT_DENIED,
+    UnsafeURLError: EXIT_DENIED,
+    StoreError: EXIT_UNAVAILABLE,
+    FetchError: EXIT_UNAVAILABLE,
+    EmbedderError: EXIT_UNAVAILABLE,
+    LLMError: EXIT_UNAVAILABLE,
+    LLMStreamError: EXIT_UNAVAILABLE,
+    AnswerFailed: EXIT_UNAVAILABLE,
+    RetrievalToolError: EXIT_UNAVAILABLE,
+}
+
+
+def exit_code_for(exc: CitedocsError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in EXIT_CODES:
+            return EXIT_CODES[cls]
+    return EXIT_ERROR

@@ -1,0 +1,246 @@
+"""`citedocs mcp` on stdio: the handshake is answered while the SDK is still importing.
+
+A client spawns the server and waits for `initialize` and `tools/list` before it does anything else. Importing
+the `mcp` SDK and building the server took 1.2-1.7 s of the 1.7 s a client waited (bench/bench_startup.py);
+here the library opens the index and writes the instructions (~0.5 s), and `handshake.py` answers from the
+SDK's recorded replies while a thread imports the SDK and builds the real server. The first message the early
+loop does not answer (a tool call, anything unusual) waits for that server, which then takes over the session:
+it reads the client's `initialize` (re-sent with its own id, its reply dropped) and `notifications/initialized`
+first, so it holds the same negotiated state as if it had answered them itself.
+
+The wire is claimed at once, as the SDK's own transport does: the protocol runs on private duplicates of
+fds 0 and 1, fd 0 reads the null device and fd 1 goes to stderr, so nothing a handler or a child process
+prints can corrupt the stream.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from citedocs import __version__
+from citedocs.mcp.budget import result_budget
+from citedocs.mcp.handshake import (
+    REPLAYED,
+    answers_enabled,
+    initialize_result,
+    instructions_for,
+    recorded_versions,
+    tools_list_result,
+)
+
+if TYPE_CHECKING:
+    from mcp.server import MCPServer
+
+    from citedocs.service import Citedocs
+    from citedocs.settings import Settings
+
+__all__ = ["EarlyHandshake", "claim_wire", "run_stdio", "start_background"]
+
+log = logging.getLogger(__name__)
+
+Wire = tuple[BinaryIO, BinaryIO]
+
+
+class _Stop(Exception):
+    """SIGTERM before the SDK took over: end like end of input."""
+
+
+def claim_wire() -> Wire | None:
+    """The protocol's own stdin/stdout (private duplicates); fd 0 now reads /dev/null and fd 1 writes to
+    stderr. None where descriptors cannot be duplicated (then the SDK claims them itself, later)."""
+    try:
+        import fcntl
+
+        sys.stdout.flush()
+        wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+        wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.dup2(2, 1)
+    except (ImportError, OSError):
+        return None
+    return os.fdopen(wire_in, "rb"), os.fdopen(wire_out, "wb")
+
+
+class _ServerLoader(threading.Thread):
+    """Imports the SDK and builds the server (and starts the model load and the watchers) off the main
+    thread, which meanwhile answers the handshake."""
+
+    def __init__(self, app: Citedocs, read_only: bool, instructions: str) -> None:
+        super().__init__(name="citedocs-mcp-loader", daemon=True)
+        self.app, self.read_only, self.instructions = app, read_only, instructions
+        self.server: MCPServer | None = None
+        self.failure: BaseException | None = None
+        self.ready = threading.Event()
+
+    def run(self) -> None:
+        try:
+            from citedocs.mcp.tools import build_server
+
+            start_background(self.app)
+            self.server = build_server(self.app, read_only=self.read_only, instructions=self.instructions)
+        except BaseException as exc:  # re-raised on the main thread when the server is needed
+            self.failure = exc
+        finally:
+            self.ready.set()
+
+    def result(self) -> MCPServer:
+        self.ready.wait()
+        if self.failure is not None:
+            raise self.failure
+        assert self.server is not None
+        return self.server
+
+
+class EarlyHandshake:
+    """Answers `initialize`, `notifications/initialized`, `tools/list` and `ping` from the recording, and
+    keeps what the SDK must replay; anything else is not its to answer (`reply` returns False)."""
+
+    def __init__(self, instructions: str, *, read_only: bool, answers: bool) -> None:
+        self.instructions = instructions
+        self.read_only, self.answers = read_only, answers
+        self.protocols = recorded_versions()
+        self.protocol: str | None = None  # set once `initialize` was answered here
+        self.replay: list[bytes] = []
+
+    def reply(self, line: bytes, send: Callable[[dict[str, Any]], None]) -> bool:
+        """Answer `line` through `send` if it is a handshake message this can answer exactly as the SDK would."""
+        message = _request(line)
+        if message is None:
+            return False
+        method, request_id, params = message["method"], message.get("id"), message.get("params")
+        if method == "ping" and request_id is not None and params in (None, {}):
+            send({"jsonrpc": "2.0", "id": request_id, "result": {}})
+            return True
+        if method == "initialize" and request_id is not None and self.protocol is None:
+            protocol = _initialize_protocol(params)
+            result = initialize_result(protocol, self.instructions, __version__) if protocol else None
+            if protocol not in self.protocols or result is None:
+                return False
+            self.protocol = protocol
+            self.replay.append(json.dumps({**message, "id": REPLAYED}).encode() + b"\n")
+            send({"jsonrpc": "2.0", "id": request_id, "result": result})
+            return True
+        if self.protocol is None:
+            return False  # before initialize, the SDK says what is wrong
+        if method == "notifications/initialized" and request_id is None and len(self.replay) == 1:
+            self.replay.append(line if line.endswith(b"\n") else line + b"\n")
+            return True
+        if method == "tools/list" and request_id is not None and _no_cursor(params):
+            tools = tools_list_result(self.protocol, read_only=self.read_only, answers=self.answers)
+            if tools is None:
+                return False
+            send({"jsonrpc": "2.0", "id": request_id, "result": tools})
+            return True
+        return False
+
+
+def _request(line: bytes) -> dict[str, Any] | None:
+    """A single JSON-RPC request or notification object, or None (batches, garbage: the SDK's to answer)."""
+    try:
+        message = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None
+    if not isinstance(message.get("method"), str) or "result" in message or "error" in message:
+        return None
+    request_id = message.get("id")
+    if "id" in message and (isinstance(request_id, bool) or not isinstance(request_id, str | int)):
+        return None
+    return message
+
+
+def _initialize_protocol(params: Any) -> str | None:
+    """The requested protocol version, when the params are of a shape the SDK is sure to accept."""
+    if not isinstance(params, dict):
+        return None
+    info, capabilities = params.get("clientInfo"), params.get("capabilities")
+    if not isinstance(info, dict) or not all(isinstance(info.get(k), str) for k in ("name", "version")):
+        return None
+    if not isinstance(capabilities, dict) or not all(isinstance(v, dict) for v in capabilities.values()):
+        return None
+    protocol = params.get("protocolVersion")
+    return protocol if isinstance(protocol, str) else None
+
+
+def _no_cursor(params: Any) -> bool:
+    return params is None or (isinstance(params, dict) and set(params) <= {"_meta"})
+
+
+def _send_to(out: BinaryIO) -> Callable[[dict[str, Any]], None]:
+    def send(message: dict[str, Any]) -> None:
+        out.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
+        out.flush()
+
+    return send
+
+
+def _answer_until_needed(wire: Wire, early: EarlyHandshake, loader: _ServerLoader) -> list[bytes] | None:
+    """Answer what the recording can until a message needs the server (returned with the replay first), or
+    end of input (None)."""
+    send = _send_to(wire[1])
+    while True:
+        line = wire[0].readline()
+        if not line:
+            return None
+        if loader.ready.is_set() or not early.reply(line, send):
+            return [*early.replay, line]
+
+
+def start_background(app: Citedocs) -> None:
+    """The embedding model loads, and the folder watchers start, in the background."""
+    start = getattr(app, "start_model", None)
+    if start is not None:
+        start()
+    watch = getattr(app, "start_watching", None)  # registered folders stay current while it serves
+    if watch is not None:
+        watch()
+
+
+def run_stdio(settings: Settings, read_only: bool = False) -> None:
+    """Serve MCP on stdin/stdout until the client closes stdin (every pending request answered first), or
+    SIGTERM (`citedocs mcp`). Logs go to stderr."""
+    import anyio
+
+    from citedocs.service import Citedocs
+
+    app = Citedocs(settings)
+    loader: _ServerLoader | None = None
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        instructions = instructions_for(app, read_only=read_only, max_chars=result_budget(app.settings))
+        early = EarlyHandshake(instructions, read_only=read_only, answers=answers_enabled(app))
+        wire = claim_wire()
+        loader = _ServerLoader(app, read_only, instructions)
+        signal.signal(signal.SIGTERM, _raise_stop)
+        loader.start()
+        try:
+            lines = _answer_until_needed(wire, early, loader) if wire is not None else []
+            if lines is None:
+                return  # end of input: every message read has been answered
+            server = loader.result()
+        except (_Stop, KeyboardInterrupt):
+            return
+        signal.signal(signal.SIGTERM, previous)
+        from citedocs.mcp.stdio import serve_stdio
+
+        anyio.run(serve_stdio, server, wire, lines)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if loader is not None and loader.is_alive():
+            loader.join()
+        app.close()  # waits for a model load or background job still running (see Citedocs.close)
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    raise _Stop
