@@ -4,7 +4,8 @@
 
 On the sample docs, interleaved run by run: `citedocs search` as a one-off process (default mode, and
 `--mode keyword`), the same with a `citedocs serve` running on the index, and `citedocs mcp` from spawn to the
-answer to `tools/list`. `--before-src` points at the `src` folder of another checkout (e.g. the commit before
+answer to `tools/list` (what a client waits for before it can show the tools) and to the answer of the first
+tool call sent after it. `--before-src` points at the `src` folder of another checkout (e.g. the commit before
 a change: `git worktree add /tmp/before COMMIT`) whose code is timed the same way in the same run, for a
 side-by-side. Medians of wall-clock seconds.
 """
@@ -52,8 +53,9 @@ def timed(command: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - started
 
 
-def mcp_tools_list(db: Path, env: dict[str, str]) -> float:
-    """Spawn `citedocs mcp`, send initialize + initialized + tools/list, stop at the tools/list reply."""
+def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Spawn `citedocs mcp`, send initialize + initialized + tools/list; once tools/list is answered, call a
+    tool (list_folders), as a client does. Seconds from spawn to each of the two replies."""
     messages = [
         {
             "jsonrpc": "2.0",
@@ -68,6 +70,12 @@ def mcp_tools_list(db: Path, env: dict[str, str]) -> float:
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
+    call = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "list_folders", "arguments": {}},
+    }
     started = time.perf_counter()
     proc = subprocess.Popen(_cli("mcp", "--db", str(db)), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)  # fmt: skip
@@ -75,11 +83,17 @@ def mcp_tools_list(db: Path, env: dict[str, str]) -> float:
     for message in messages:
         proc.stdin.write(json.dumps(message) + "\n")
     proc.stdin.flush()
+    listed = 0.0
     try:
         for line in proc.stdout:
-            if json.loads(line).get("id") == 2:
-                return time.perf_counter() - started
-        raise RuntimeError("citedocs mcp closed without answering tools/list")
+            reply_id = json.loads(line).get("id")
+            if reply_id == 2:
+                listed = time.perf_counter() - started
+                proc.stdin.write(json.dumps(call) + "\n")
+                proc.stdin.flush()
+            elif reply_id == 3:
+                return listed, time.perf_counter() - started
+        raise RuntimeError("citedocs mcp closed without answering tools/list and list_folders")
     finally:
         proc.stdin.close()
         proc.wait(30)
@@ -119,9 +133,9 @@ def main() -> None:
                 results.setdefault(f"{name}: search --mode keyword, no server", []).append(
                     timed(_cli("search", QUERY, "--mode", "keyword", "--db", db), env)
                 )
-                results.setdefault(f"{name}: mcp spawn -> tools/list", []).append(
-                    mcp_tools_list(dbs[name], env)
-                )
+                listed, called = mcp_tools_list(dbs[name], env)
+                results.setdefault(f"{name}: mcp spawn -> tools/list", []).append(listed)
+                results.setdefault(f"{name}: mcp spawn -> first tool call answered", []).append(called)
         for name, src in list(versions.items())[:1]:  # code before the fast path never talks to a server
             env, db = _env(src, home), str(dbs[name])
             server = start_server(dbs[name], env)
