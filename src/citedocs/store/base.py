@@ -1,8 +1,9 @@
-"""The store's interface and the SQL both backends share.
+"""The store's interface and the SQL both backends share: sources, documents, chunks, meta.
 
 Everything here is written once in the SQL that SQLite and PostgreSQL both accept (`?` placeholders; the
 PostgreSQL connection translates them). What differs, keyword ranking, vectors, how a connection and a
-transaction are made, is left to `SQLiteStore` and `PostgresStore`.
+transaction are made, is left to `SQLiteStore` and `PostgresStore`. The change counters (`changes.py`) and the
+job log (`jobs.py`) are parts of every store too.
 
 Each document is replaced in one transaction (old chunks out, new chunks and their keyword rows in, the
 document row updated), so a process killed at any moment leaves either the old or the new document, never a
@@ -12,28 +13,28 @@ mix; the next run sees the stale hash and redoes only that file.
 from __future__ import annotations
 
 import json
-import os
-import threading
 import time
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from abc import abstractmethod
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
 
 import numpy as np
 
 from citedocs.errors import NotFoundError, StoreError
+from citedocs.store.changes import ChangeLog, GenerationCached
+from citedocs.store.connection import Connection, document_filter, placeholders
+from citedocs.store.jobs import JobLog
 from citedocs.store.leases import Lease
-from citedocs.store.records import (
-    ChunkRecord,
-    DocumentRecord,
-    Job,
-    KeywordRow,
-    Source,
-    SourceKind,
-    StoredChunk,
-)
+from citedocs.store.records import ChunkRecord, DocumentRecord, Source, SourceKind, StoredChunk
+
+__all__ = [
+    "Connection",
+    "GenerationCached",
+    "Store",
+    "document_filter",
+    "placeholders",
+]
 
 CHUNK_COLUMNS = """
     c.id AS rowid, c.chunk_id, c.heading, c.page_start, c.page_end, c.line_start, c.line_end, c.text,
@@ -41,66 +42,15 @@ CHUNK_COLUMNS = """
     s.kind AS source_kind
 """
 _CHUNK_FROM = "FROM chunks c JOIN documents d ON d.id = c.document_id JOIN sources s ON s.id = d.source_id"
-CHANGE_LOG_KEEP = 200_000  # chunk_changes rows kept: a reader further behind rebuilds its index instead
-_PRUNED_KEY = "chunk_changes_pruned"
 
 
-@dataclass(slots=True)
-class KeywordChanges:
-    """Chunks added and removed after a change-log position, read in one snapshot."""
-
-    seq: int
-    removed: list[int]
-    added: list[KeywordRow]
-
-
-class Cursor(Protocol):
-    rowcount: int
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-
-class Connection(Protocol):
-    """What the shared SQL needs of a connection: rows readable by column name and by position."""
-
-    def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...
-
-    def executemany(self, sql: str, params: Iterable[Sequence[Any]]) -> Any: ...
-
-
-def placeholders(values: Sequence[Any]) -> str:
-    return ",".join("?" * len(values))
-
-
-def document_filter(source_ids: Sequence[int] | None, formats: Sequence[str] | None) -> tuple[str, list[Any]]:
-    """` AND …` conditions on documents `d` keeping only these sources and file formats, and their arguments."""
-    sql, args = "", list[Any]()
-    if source_ids is not None:
-        sql += f" AND d.source_id IN ({placeholders(source_ids)})"
-        args.extend(source_ids)
-    if formats is not None:
-        sql += f" AND d.format IN ({placeholders(formats)})"
-        args.extend(formats)
-    return sql, args
-
-
-class Store(ABC):
+class Store(ChangeLog, JobLog):
     """Narrow storage interface: sources, documents, chunks, keyword and vector ranking, jobs, meta."""
 
     path: str
     generation: int
 
     # -- what each backend provides ----------------------------------------------------------------
-    @abstractmethod
-    def _conn(self) -> Connection:
-        """This thread's connection, for reads (each statement sees committed data)."""
-
-    @abstractmethod
-    def transaction(self) -> AbstractContextManager[Connection]:
-        """A write transaction: committed on exit, rolled back on any exception."""
-
     @abstractmethod
     def close(self) -> None: ...
 
@@ -171,96 +121,6 @@ class Store(ABC):
     @abstractmethod
     def watch_lease_held(self, source_id: int) -> bool:
         """Whether any process (this one included) watches the source's folder now."""
-
-    # -- generation (cache invalidation across processes) ------------------------------------------
-    def _generation_now(self) -> int:
-        row = self._conn().execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        return int(row[0]) if row else 0
-
-    def _bump(self, conn: Connection) -> None:
-        """Count a change to searchable data; run it last in a transaction so the row lock is brief.
-
-        It also trims the chunk change log to its newest CHANGE_LOG_KEEP rows (a range delete on the key)."""
-        bound = (
-            int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM chunk_changes").fetchone()[0])
-            - CHANGE_LOG_KEEP
-        )
-        if (
-            bound > 0
-            and conn.execute("SELECT 1 FROM chunk_changes WHERE seq <= ? LIMIT 1", (bound,)).fetchone()
-        ):
-            conn.execute("DELETE FROM chunk_changes WHERE seq <= ?", (bound,))
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (_PRUNED_KEY, str(bound)),
-            )
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT (key) "
-            "DO UPDATE SET value = CAST(CAST(meta.value AS BIGINT) + 1 AS TEXT)"
-        )
-
-    def changed_since(self, generation: int) -> tuple[bool, int]:
-        """Whether any process changed the index since `generation` (for in-memory caches)."""
-        now = self._generation_now()
-        return now != generation, now
-
-    # -- the chunk change log, for in-memory keyword indexes ----------------------------------------
-    @abstractmethod
-    def keyword_terms(self, text: str) -> list[str]:
-        """The keyword index's own terms for a stored string of analysed terms (what BM25 counts)."""
-
-    @abstractmethod
-    def _keyword_rows_sql(self, every: bool = False) -> str:
-        """SELECT of KeywordRow columns for chunks `c` (joined with documents `d`), before any WHERE;
-        `every`: for all chunks at once (a backend may read them another way then)."""
-
-    @contextmanager
-    def _read_snapshot(self) -> Iterator[Connection]:
-        """One consistent read of committed data (several statements, one snapshot)."""
-        conn = self._conn()
-        conn.execute("BEGIN")
-        try:
-            yield conn
-        finally:
-            conn.execute("COMMIT")
-
-    def _change_seq(self, conn: Connection) -> int:
-        return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM chunk_changes").fetchone()[0])
-
-    @contextmanager
-    def keyword_snapshot(self) -> Iterator[tuple[int, Iterable[KeywordRow]]]:
-        """(change-log position, every chunk's KeywordRow in rowid order), both from one snapshot."""
-        with self._read_snapshot() as conn:
-            seq = self._change_seq(conn)
-            yield seq, self._stream(conn, self._keyword_rows_sql(every=True) + " ORDER BY c.id")
-
-    def _stream(self, conn: Connection, sql: str) -> Iterable[KeywordRow]:
-        return (tuple(row) for row in conn.execute(sql))
-
-    def keyword_changes(self, after: int) -> KeywordChanges | None:
-        """What changed after change-log position `after`; None when the log no longer reaches back that far."""
-        with self._read_snapshot() as conn:
-            pruned = conn.execute("SELECT value FROM meta WHERE key = ?", (_PRUNED_KEY,)).fetchone()
-            if pruned is not None and int(pruned[0]) > after:
-                return None
-            rows = conn.execute(
-                "SELECT seq, chunk, added FROM chunk_changes WHERE seq > ? ORDER BY seq", (after,)
-            ).fetchall()
-            if not rows:
-                return KeywordChanges(after, [], [])
-            last: dict[int, int] = {}
-            removed: dict[int, None] = {}
-            for _, chunk, added in rows:
-                last[int(chunk)] = int(added)
-                if not added:
-                    removed.setdefault(int(chunk), None)
-            wanted = sorted(chunk for chunk, added in last.items() if added)
-            found: list[KeywordRow] = []
-            for start in range(0, len(wanted), 500):
-                part = wanted[start : start + 500]
-                sql = self._keyword_rows_sql() + f" WHERE c.id IN ({placeholders(part)}) ORDER BY c.id"
-                found.extend(tuple(r) for r in conn.execute(sql, part).fetchall())
-            return KeywordChanges(int(rows[-1][0]), list(removed), found)
 
     def holds_cjk_text(self) -> bool:
         """Whether any chunk holds Chinese, Japanese or Korean text (an index migration asks)."""
@@ -536,38 +396,6 @@ class Store(ABC):
             count = int(cur.rowcount)
         return count
 
-    # -- jobs -------------------------------------------------------------------------------------
-    def start_job(self, source_id: int | None, kind: str, total: int = 0) -> int:
-        same_source = "source_id IS NULL" if source_id is None else "source_id = ?"
-        with self.transaction() as conn:
-            conn.execute(
-                f"UPDATE jobs SET state = 'interrupted', finished = ? WHERE state = 'running' "
-                f"AND {same_source} AND kind = ?",
-                (time.time(), *([] if source_id is None else [source_id]), kind),
-            )
-            row = conn.execute(
-                "INSERT INTO jobs (source_id, kind, state, pid, total, started) "
-                "VALUES (?, ?, 'running', ?, ?, ?) RETURNING id",
-                (source_id, kind, os.getpid(), total, time.time()),
-            ).fetchone()
-        return int(row[0])
-
-    def update_job(self, job_id: int, **fields: Any) -> None:
-        allowed = {"total", "done", "failed", "current", "message", "state", "finished"}
-        if not fields or not set(fields) <= allowed:
-            raise ValueError(f"bad job fields: {sorted(fields)}")
-        assignments = ", ".join(f"{key} = ?" for key in fields)
-        with self.transaction() as conn:
-            conn.execute(f"UPDATE jobs SET {assignments} WHERE id = ?", (*fields.values(), job_id))
-
-    def job_alive(self, job: Job) -> bool:
-        """Whether a job marked running still has a process behind it (this machine's pid table)."""
-        return job.pid is None or pid_alive(job.pid)
-
-    def recent_jobs(self, limit: int = 10) -> list[Job]:
-        rows = self._conn().execute("SELECT * FROM jobs ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
-        return [Job(**dict(r)) for r in rows]
-
 
 class _NoLock(AbstractContextManager[None]):
     def __exit__(self, *exc: object) -> None:
@@ -588,44 +416,3 @@ def _document(row: Any) -> DocumentRecord:
         title=row["title"],
         pages=row["pages"],
     )
-
-
-def pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-T = TypeVar("T")
-
-
-class GenerationCached(Generic[T]):
-    """A value derived from the index, recomputed when any process changes it (the store's generation).
-    While a large index is being written (`large(value)`), at most every `max_age_s`: recounting 500k chunks
-    costs more than the query that needs the count."""
-
-    def __init__(
-        self, store: Store, compute: Callable[[], T], large: Callable[[T], bool], max_age_s: float = 5.0
-    ) -> None:
-        self._store = store
-        self._compute = compute
-        self._large = large
-        self._max_age_s = max_age_s
-        self._lock = threading.Lock()
-        self._seen: tuple[int, float, T] | None = None  # (generation, monotonic time, value)
-
-    def get(self) -> T:
-        with self._lock:
-            now = time.monotonic()
-            seen = self._seen
-            changed, generation = self._store.changed_since(seen[0] if seen else -1)
-            if seen is None or (changed and (not self._large(seen[2]) or now - seen[1] > self._max_age_s)):
-                seen = (generation, now, self._compute())
-                self._seen = seen
-            return seen[2]

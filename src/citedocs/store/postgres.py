@@ -13,98 +13,33 @@ source at a time is enforced with an advisory lock (`source_lock`).
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from importlib import resources
 from typing import Any
 
-import numpy as np
-
 from citedocs.errors import StoreError
 from citedocs.store.base import Connection, GenerationCached, Store, document_filter
 from citedocs.store.leases import Lease
+from citedocs.store.pg_connection import (
+    LOCK_NAMESPACE,
+    MIGRATION_LOCK,
+    PgConnection,
+    lost_connection,
+    psycopg,
+    redact_dsn,
+    row_factory,
+)
+from citedocs.store.pg_vectors import PgVectors
 from citedocs.store.records import ChunkRecord, Job, KeywordRow
 
-try:
-    import psycopg
-except ImportError:  # pragma: no cover - exercised only where the extra is missing
-    psycopg = None  # type: ignore[assignment]
-
-LOCK_NAMESPACE = 0x63697465  # "cite": first key of our advisory locks ("citl" 0x6369746C: the change log)
-MIGRATION_LOCK = 0
 WATCH_NAMESPACE = 0x77617463  # "watc": (namespace, source id) is held by the one process watching a folder
 MAX_TERM_CHARS = 200  # a btree entry must stay under ~2.7 kB; longer "terms" are base64 and such
 _K1, _B = 1.2, 0.75  # FTS5's bm25() constants
 
 
-def redact_dsn(dsn: str) -> str:
-    """The URL without its password, for status output and error messages."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", dsn)
-
-
-class _Row(tuple[Any, ...]):
-    """A row readable by position and by column name, like sqlite3.Row."""
-
-    _names: dict[str, int]
-
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, str):
-            return tuple.__getitem__(self, self._names[key])
-        return tuple.__getitem__(self, key)
-
-    def keys(self) -> list[str]:
-        return list(self._names)
-
-
-def _row_factory(cursor: Any) -> Any:
-    names = {col.name: i for i, col in enumerate(cursor.description or [])}
-    row_type = type("Row", (_Row,), {"_names": names})
-    return lambda values: row_type(values)
-
-
-def _sql(statement: str, placeholder: str = "%s") -> str:
-    """The shared SQL's `?` placeholders as psycopg's (no `?` or `%` appears in our SQL literals)."""
-    return statement.replace("%", "%%").replace("?", placeholder)
-
-
-def _lost(where: str, exc: Exception) -> StoreError:
-    return StoreError(
-        f"Lost the connection to PostgreSQL at {where}: {str(exc).strip().splitlines()[0] if str(exc) else exc!r}",
-        "Check that the server is up; citedocs reconnects on the next request.",
-    )
-
-
-class _Connection:
-    """A psycopg connection that speaks the shared SQL; a dropped connection is a StoreError, not a crash."""
-
-    def __init__(self, raw: Any, where: str) -> None:
-        self.raw = raw
-        self.where = where
-        self.ef_search = 0  # hnsw.ef_search as last set on this session (0: the server's default)
-
-    def execute(self, sql: str, params: Sequence[Any] = (), *, binary: bool = False) -> Any:
-        """`binary` sends the parameters in binary form (big arrays: no per-element text escaping)."""
-        try:
-            return self.raw.execute(_sql(sql, "%b" if binary else "%s"), params)
-        except psycopg.OperationalError as exc:
-            raise _lost(self.where, exc) from None
-
-    def executemany(self, sql: str, params: Iterable[Sequence[Any]]) -> Any:
-        try:
-            with self.raw.cursor() as cur:
-                cur.executemany(_sql(sql), params)
-                return cur
-        except psycopg.OperationalError as exc:
-            raise _lost(self.where, exc) from None
-
-
-def _vector_text(vector: np.ndarray) -> str:
-    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(vector, dtype=np.float32).tolist()) + "]"
-
-
-class PostgresStore(Store):
+class PostgresStore(PgVectors, Store):
     def __init__(self, dsn: str) -> None:
         if psycopg is None:
             raise StoreError(
@@ -124,7 +59,7 @@ class PostgresStore(Store):
     # -- plumbing ---------------------------------------------------------------------------------
     def _connect(self) -> Any:
         try:
-            raw = psycopg.connect(self.dsn, autocommit=True, row_factory=_row_factory, connect_timeout=10)
+            raw = psycopg.connect(self.dsn, autocommit=True, row_factory=row_factory, connect_timeout=10)
         except psycopg.OperationalError as exc:
             raise StoreError(
                 f"Cannot connect to PostgreSQL at {self.path}: {str(exc).strip().splitlines()[0]}",
@@ -138,21 +73,21 @@ class PostgresStore(Store):
             self._all.append(raw)
         return raw
 
-    def _conn(self) -> _Connection:
-        conn: _Connection | None = getattr(self._local, "conn", None)
+    def _conn(self) -> PgConnection:
+        conn: PgConnection | None = getattr(self._local, "conn", None)
         if conn is None or conn.raw.closed or conn.raw.broken:
-            conn = _Connection(self._connect(), self.path)
+            conn = PgConnection(self._connect(), self.path)
             self._local.conn = conn
         return conn
 
     @contextmanager
-    def transaction(self) -> Iterator[_Connection]:
+    def transaction(self) -> Iterator[PgConnection]:
         conn = self._conn()
         try:
             with conn.raw.transaction():
                 yield conn
         except psycopg.OperationalError as exc:  # the commit or rollback of a dropped connection
-            raise _lost(self.path, exc) from None
+            raise lost_connection(self.path, exc) from None
 
     def close(self) -> None:
         with self._all_lock:
@@ -379,11 +314,11 @@ class PostgresStore(Store):
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 yield conn
         except psycopg.OperationalError as exc:
-            raise _lost(self.path, exc) from None
+            raise lost_connection(self.path, exc) from None
 
     def _stream(self, conn: Connection, sql: str) -> Iterable[KeywordRow]:
         """A server-side cursor: the whole index never sits in this process as rows at once."""
-        assert isinstance(conn, _Connection)
+        assert isinstance(conn, PgConnection)
         with conn.raw.cursor(name="citedocs_keyword_rows") as cur:
             cur.itersize = 2000
             cur.execute(sql)
@@ -411,95 +346,6 @@ class PostgresStore(Store):
         )
         found = {str(r[0]): int(r[1]) for r in rows}
         return {t: found.get(t[:MAX_TERM_CHARS], 0) for t in terms}
-
-    # -- vectors ----------------------------------------------------------------------------------
-    @property
-    def native_vector_search(self) -> bool:
-        return True
-
-    def put_vectors(self, items: Sequence[tuple[str, bytes]]) -> None:
-        if not items:
-            return
-        rows = [(sha, _vector_text(np.frombuffer(blob, dtype="<f4"))) for sha, blob in items]
-        with self.transaction() as conn:
-            conn.executemany(
-                "INSERT INTO embeddings (sha256, vec) VALUES (?, CAST(? AS vector)) "
-                "ON CONFLICT (sha256) DO UPDATE SET vec = excluded.vec",
-                rows,
-            )
-            self._bump(conn)
-
-    def index_vectors(self, dim: int) -> None:
-        """An HNSW index for this dimension (inner product: vectors are unit length, so it is the cosine).
-
-        Made after the first embedding pass, in one build: measured on SciFact, growing it row by row cost
-        4.6 ms per vector on 2 cores. Later vectors are added to it as they come; until it exists, vector
-        search is an exact scan (correct, slower)."""
-        if dim in self._hnsw_dims:
-            return
-        with self.transaction() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (LOCK_NAMESPACE, MIGRATION_LOCK))
-            conn.execute("SET LOCAL maintenance_work_mem = '512MB'")  # the graph fits: a much faster build
-            conn.execute(
-                f"CREATE INDEX IF NOT EXISTS embeddings_hnsw_{int(dim)} ON embeddings "
-                f"USING hnsw ((vec::vector({int(dim)})) vector_ip_ops)"
-            )
-        self._hnsw_dims.add(dim)
-
-    def vectors_for_rowids(self, rowids: Sequence[int]) -> list[bytes]:
-        if not rowids:
-            return []
-        rows = (
-            self._conn()
-            .execute(
-                "SELECT CAST(e.vec AS real[]) FROM chunks c JOIN embeddings e ON e.sha256 = c.sha256 "
-                "WHERE c.id = ANY(?)",
-                (list(rowids),),
-            )
-            .fetchall()
-        )
-        return [np.asarray(r[0], dtype="<f4").tobytes() for r in rows]
-
-    def nearest(
-        self,
-        query: np.ndarray,
-        k: int,
-        *,
-        source_ids: Sequence[int] | None = None,
-        formats: Sequence[str] | None = None,
-    ) -> list[tuple[int, float]]:
-        """HNSW over all vectors; with filters, an exact scan of the filtered chunks (HNSW filters after
-        the search, so a narrow filter would come back short)."""
-        dim = int(query.shape[0])
-        text = _vector_text(query)
-        conn = self._conn()
-        if source_ids is None and formats is None:
-            ef_search = max(40, min(1000, 2 * k))
-            if conn.ef_search != ef_search:  # a session setting: one round trip per connection, not per query
-                conn.execute(f"SET hnsw.ef_search = {ef_search}")
-                conn.ef_search = ef_search
-            rows = conn.execute(
-                f"WITH nn AS (SELECT sha256, (vec::vector({dim})) <#> CAST(? AS vector({dim})) AS d "
-                f"FROM embeddings ORDER BY (vec::vector({dim})) <#> CAST(? AS vector({dim})) LIMIT ?) "
-                "SELECT c.id, -nn.d FROM nn JOIN chunks c ON c.sha256 = nn.sha256 ORDER BY nn.d, c.id LIMIT ?",
-                (text, text, k, k),
-            ).fetchall()
-            return [(int(r[0]), float(r[1])) for r in rows]
-        where, filter_args = document_filter(source_ids, formats)
-        sql = (
-            "SELECT c.id, -(e.vec <#> CAST(? AS vector)) AS score FROM chunks c "
-            "JOIN documents d ON d.id = c.document_id JOIN embeddings e ON e.sha256 = c.sha256 WHERE 1 = 1"
-        )
-        rows = conn.execute(
-            sql + where + " ORDER BY score DESC, c.id LIMIT ?", (text, *filter_args, k)
-        ).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows]
-
-    def clear_vectors(self) -> None:
-        with self.transaction() as conn:
-            conn.execute("DELETE FROM embeddings")
-            conn.execute("DELETE FROM meta WHERE key = 'embed_fingerprint'")
-            self._bump(conn)
 
 
 def _postings(chunk: ChunkRecord) -> tuple[dict[str, tuple[int, int]], int]:
