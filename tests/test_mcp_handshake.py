@@ -225,6 +225,39 @@ def test_sigterm_during_the_handshake_ends_the_process_cleanly(index: Path) -> N
     assert b"Traceback" not in err
 
 
+def test_the_handshake_works_without_stderr_and_keeps_stray_output_off_the_wire(index: Path) -> None:
+    """fd 2 closed (a client that spawns without it): the wire is still claimed, replies still parse."""
+    messages = [initialize(), INITIALIZED, request(2, "tools/list"), tool_call(3, "list_folders")]
+    lines = b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+    done = subprocess.run(["sh", "-c", f"exec 2>&-; exec {sys.executable} -m citedocs mcp"], input=lines,
+                          env=process_env(index), capture_output=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["id"] for r in replies] == [1, 2, 3]
+    assert "result" in replies[2] and not replies[2]["result"]["isError"]
+
+
+@pytest.mark.skipif(
+    not Path("/proc/self/fd").exists(), reason="reads the process's descriptors from /proc (Linux)"
+)
+def test_stdin_and_stdout_are_diverted_while_serving(index: Path) -> None:
+    """What a handler or a child process reads from fd 0 or prints to fd 1 never touches the protocol."""
+    proc = subprocess.Popen([sys.executable, "-m", "citedocs", "mcp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=process_env(index))  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(json.dumps(initialize()).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        fds = Path(f"/proc/{proc.pid}/fd")
+        assert os.readlink(fds / "0") == os.devnull
+        assert os.readlink(fds / "1") == os.readlink(fds / "2")
+    finally:
+        proc.stdin.close()
+        proc.wait(60)
+    assert proc.returncode == 0
+
+
 def test_options_the_quick_start_does_not_know_go_to_the_full_cli(index: Path) -> None:
     env = process_env(index)
     helped = subprocess.run([sys.executable, "-m", "citedocs", "mcp", "--help"], env=env, capture_output=True,

@@ -15,6 +15,7 @@ prints can corrupt the stream.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -54,21 +55,34 @@ class _Stop(Exception):
 
 
 def claim_wire() -> Wire | None:
-    """The protocol's own stdin/stdout (private duplicates); fd 0 now reads /dev/null and fd 1 writes to
-    stderr. None where descriptors cannot be duplicated (then the SDK claims them itself, later)."""
+    """The protocol's own stdin/stdout (private duplicates); fd 0 then reads /dev/null and fd 1 writes to
+    stderr (or /dev/null when there is no stderr). None where the descriptors cannot be duplicated, with fds 0
+    and 1 as they were (the SDK then claims them itself, later)."""
     try:
         import fcntl
-
-        sys.stdout.flush()
-        wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-        wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
-        os.dup2(2, 1)
-    except (ImportError, OSError):
+    except ImportError:  # Windows
         return None
-    return os.fdopen(wire_in, "rb"), os.fdopen(wire_out, "wb")
+    sys.stdout.flush()
+    claimed: list[int] = []
+    try:
+        for fd in (0, 1):
+            claimed.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3))
+        null = os.open(os.devnull, os.O_RDWR)
+        try:
+            os.dup2(null, 0)
+            try:
+                os.dup2(2, 1)
+            except OSError:  # no stderr: stray output goes nowhere rather than into the protocol
+                os.dup2(null, 1)
+        finally:
+            os.close(null)
+    except OSError:
+        for fd, private in zip((0, 1), claimed, strict=False):
+            with contextlib.suppress(OSError):
+                os.dup2(private, fd)
+            os.close(private)
+        return None
+    return os.fdopen(claimed[0], "rb"), os.fdopen(claimed[1], "wb")
 
 
 class _ServerLoader(threading.Thread):
