@@ -100,8 +100,8 @@ class _ServerLoader(threading.Thread):
         try:
             from citedocs.mcp.tools import build_server
 
-            start_background(self.app)
             self.server = build_server(self.app, read_only=self.read_only, instructions=self.instructions)
+            start_background(self.app)
         except BaseException as exc:  # re-raised on the main thread when the server is needed
             self.failure = exc
         finally:
