@@ -121,7 +121,8 @@ def _library(tmp_path: Path) -> Citedocs:
     docs.mkdir()
     (docs / "setup.md").write_text("# Setup\n\n## Server\n\n" + long_passage() + "\n", encoding="utf-8")
     (docs / "ui.md").write_text("# Look\n\n" + "\n\n".join(FILLER) + "\n", encoding="utf-8")
-    app = Citedocs(Settings(db=str(tmp_path / "i.sqlite3"), embedder="none", evidence_tokens=60))
+    settings = Settings(db=str(tmp_path / "i.sqlite3"), embedder="none", evidence_tokens=60, evidence_whole=0)
+    app = Citedocs(settings)
     app.add_folder(docs)
     app.index()
     return app
