@@ -30,8 +30,8 @@ __all__ = [
     "select_evidence",
 ]
 
-# Chosen on the 60 answerable claude-docs cases (bench/bench_evidence.py --facts): see docs/benchmarks.md.
-DEFAULT_EVIDENCE_TOKENS = 380
+# The measured opt-in (with the best passage whole: 689 prompt tokens P50 on claude-docs): docs/benchmarks.md.
+DEFAULT_EVIDENCE_TOKENS = 450
 # Sentences either side of a chosen one: the definition before a list, the condition after a claim.
 WINDOW = 1
 # The heading says what the whole passage is about; it counts for every sentence, but less than the sentence.

@@ -7,7 +7,9 @@ fence.
 
 The system turn is the same bytes for every request, so llama.cpp's prompt cache reuses it; the sources (or
 only their evidence windows, see `evidence`) come next, then the question, and the rules last, where small
-models (Qwen2.5 1.5B) still follow them. Moving the rules into the cached system turn was measured: on the same
+models (Qwen2.5 1.5B) still follow them. Evidence prompts differ in three measured ways: a 14-letter token (half
+the tokens of 16 hex digits), no HTML comments, and rules that ask for every part of the answer and refuse only
+when no source says anything; whole passages keep the first prompt, where those cost recall. Moving the rules into the cached system turn was measured: on the same
 evidence the model refused 5 of 9 answerable claude-docs questions instead of 3 (0 with whole passages), and a
 direct A/B on the refused prompts answered once the rules were back at the end (docs/benchmarks.md).
 """
