@@ -116,8 +116,8 @@ class Settings(BaseSettings):
     relevance_threshold: float = 0.5
     # tokens of passage text the model reads (answer/evidence.py; measured in docs/benchmarks.md): the best
     # `evidence_whole` passages whole, then windows of the others' best sentences. 0 (the default) gives it every
-    # passage whole: 450 with 1 whole reads 688 tokens (not ~1,450) and answers first in 11 s (not 33), but
-    # key-fact recall was 0.46 vs 0.49-0.58 with the 1.5B model, and answers that are right come first
+    # passage whole: 450 with 1 whole reads 694 tokens (not 1,434) and answers first in 14 s (not 35), but with
+    # the 1.5B model faithfulness fell 0.73 -> 0.51 and recall 0.61 -> 0.56 (81 cases); right answers first
     evidence_tokens: int = Field(default=0, ge=0)
     evidence_whole: int = Field(default=1, ge=0)
     otel_endpoint: str = ""
