@@ -1,7 +1,8 @@
 """Evidence selection, measured without the model: what it keeps, and how fast the `evidence` event comes.
 
-    # key facts kept in what the model reads, per budget, lexical and lexical + embedding (no model needed)
-    PYTHONPATH=src .venv/bin/python bench/bench_evidence.py facts --index-db /tmp/idx.db $CASES
+    # key facts kept in what the model reads, per budget, lexical and lexical + embedding (no model needed);
+    # --whole 1: the best passage whole, windows of the rest (CITEDOCS_EVIDENCE_WHOLE)
+    PYTHONPATH=src .venv/bin/python bench/bench_evidence.py facts --index-db /tmp/idx.db $CASES [--whole 1]
     # latency of the `evidence` event (and of the first token) over the cases, scripted model (tests/fakes)
     PYTHONPATH=src .venv/bin/python bench/bench_evidence.py latency --index-db /tmp/idx.db $CASES
 
@@ -37,7 +38,7 @@ from citedocs.llm.wire import estimate_tokens
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 
-BUDGETS = (0, 250, 300, 350, 420, 550)
+BUDGETS = (0, 250, 300, 350, 380, 420, 450, 550)
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "claude-docs-qa" / "docs"
 
 
@@ -91,7 +92,8 @@ def facts(args: argparse.Namespace) -> None:
                         continue
                     name = f"{kind} {budget}"
                     started = time.perf_counter()
-                    windows = select_evidence(case.question, hits, budget, similarity=similarity)
+                    windows = select_evidence(case.question, hits, budget, similarity=similarity,
+                                              whole=args.whole)  # fmt: skip
                     spent.setdefault(name, []).append((time.perf_counter() - started) * 1000)
                     text = "\n".join(w.text for w in windows)
                     rows.setdefault(name, []).append(key_fact_recall(text, case.key_facts) or 0.0)
@@ -107,7 +109,7 @@ def facts(args: argparse.Namespace) -> None:
                             exact += at
     finally:
         app.close()
-    print(f"{len(cases)} answerable cases with key facts; top-5 hybrid passages")
+    print(f"{len(cases)} answerable cases with key facts; top-5 hybrid passages; {args.whole} kept whole")
     print(f"{'selection':<16} {'facts kept':>10} {'prompt tok (est.)':>18} {'select ms P50':>14}")
     for name, values in rows.items():
         print(f"{name:<16} {statistics.fmean(values):>10.3f} {statistics.median(tokens[name]):>18.0f} "
@@ -171,6 +173,9 @@ def main() -> None:
     parser.add_argument("--cases", action="append", type=Path, required=True)
     parser.add_argument("--embeddings", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--check-budget", type=int, default=420)
+    parser.add_argument(
+        "--whole", type=int, default=0, help="best passages kept whole (CITEDOCS_EVIDENCE_WHOLE)"
+    )
     args = parser.parse_args()
     print(" · ".join(f"{k}: {v}" for k, v in header().items()))
     print("machine shared with other engineers' jobs: compare medians, not single runs")

