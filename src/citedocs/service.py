@@ -362,11 +362,10 @@ class Citedocs:
         """Keep the registered folders current while a server runs (CITEDOCS_WATCH; index/watch.py); with
         `catch_up`, each folder is first rescanned for what changed while no server ran (`serve` indexes at
         start anyway). One-shot commands never call it."""
-        from citedocs.index.watch import Rerunner, WatchManager
+        from citedocs.index.watch import WatchManager
 
         if self._watcher is None:
-            if self._embed_changes is None:
-                self._embed_changes = Rerunner(self.embed, "citedocs-embed-changes", self._closing)
+            self._embed_rerunner()
             self._watcher = WatchManager(self.store, self.settings, self._apply_changes, catch_up=catch_up)
         self._watcher.start()
 
@@ -528,12 +527,16 @@ class Citedocs:
         """Embed what lacks vectors in the background (once more if a pass is already running)."""
         if self.embedder is None or self._closing.is_set():
             return
+        self._embed_rerunner().kick()
+
+    def _embed_rerunner(self) -> Rerunner:
+        """The one background embedding pass that the watcher and fetched site pages both kick."""
         from citedocs.index.watch import Rerunner
 
         with self._indexing:
             if self._embed_changes is None:
                 self._embed_changes = Rerunner(self.embed, "citedocs-embed-changes", self._closing)
-        self._embed_changes.kick()
+            return self._embed_changes
 
     # -- reading ----------------------------------------------------------------------------------
     def _pin(self, folder: Path) -> FolderHandle:

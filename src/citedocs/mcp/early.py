@@ -232,8 +232,10 @@ def run_stdio(settings: Settings, read_only: bool = False) -> None:
     loader: _ServerLoader | None = None
     previous = signal.getsignal(signal.SIGTERM)
     try:
-        instructions = instructions_for(app, read_only=read_only, max_chars=result_budget(app.settings))
-        early = EarlyHandshake(instructions, read_only=read_only, answers=answers_enabled(app))
+        answers = answers_enabled(app)
+        instructions = instructions_for(app, read_only=read_only, max_chars=result_budget(app.settings),
+                                        answers=answers)  # fmt: skip
+        early = EarlyHandshake(instructions, read_only=read_only, answers=answers)
         wire = claim_wire()
         loader = _ServerLoader(app, read_only, instructions)
         signal.signal(signal.SIGTERM, _raise_stop)

@@ -128,8 +128,9 @@ def answers_enabled(app: Citedocs) -> bool:
     return bool(configured_llm(app.settings)["configured"])
 
 
-def instructions_for(app: Citedocs, *, read_only: bool, max_chars: int) -> str:
-    """What the model is told at connect time: what is indexed and the order to call the tools in."""
+def instructions_for(app: Citedocs, *, read_only: bool, max_chars: int, answers: bool | None = None) -> str:
+    """What the model is told at connect time: what is indexed and the order to call the tools in.
+    `answers`: whether `ask` is offered, when the caller already knows (else `answers_enabled`)."""
     folders = [f"{i.uri} ({i.docs} docs)" for i in app.list_sources("folder")]
     sites: list[str] = []
     with contextlib.suppress(AttributeError, CitedocsError):
@@ -152,6 +153,6 @@ def instructions_for(app: Citedocs, *, read_only: bool, max_chars: int) -> str:
     ]
     if read_only:
         lines.append("- This server is read-only: folders and sites cannot be added or removed here.")
-    if answers_enabled(app):
+    if answers_enabled(app) if answers is None else answers:
         lines.append("- ask(question) answers from the index with checked citations.")
     return "\n".join(lines)
