@@ -43,14 +43,18 @@ def search(url: str, query: str) -> list[str]:
     return sorted(Path(hit["path"]).name for hit in reply.json()["hits"])
 
 
-@pytest.mark.slow
-def test_serve_keeps_its_folder_current_and_status_elsewhere_says_so(tmp_path: Path) -> None:
+def heron_folder(tmp_path: Path) -> tuple[Path, int, str, dict[str, str]]:
+    """A folder with one note about a heron, a free port, its URL and the processes' environment."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\nThe heron wades.\n", encoding="utf-8")
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = env_for(tmp_path)
+    return docs, port, f"http://127.0.0.1:{port}", env_for(tmp_path)
+
+
+@pytest.mark.slow
+def test_serve_keeps_its_folder_current_and_status_elsewhere_says_so(tmp_path: Path) -> None:
+    docs, port, url, env = heron_folder(tmp_path)
     command = [sys.executable, "-m", "citedocs", "serve", "--folder", str(docs), "--port", str(port)]
     with live_process(command, env, tmp_path / "serve.log", url) as server:
         wait_until(lambda: search(url, "heron") == ["a.md"], "the start-up index")
@@ -100,12 +104,7 @@ async def until(check: Callable[[], Any], what: str, timeout: float = BOUND_S) -
 
 @pytest.mark.slow
 def test_mcp_stands_by_while_serve_watches_and_takes_over_when_it_stops(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "a.md").write_text("# A\n\nThe heron wades.\n", encoding="utf-8")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = env_for(tmp_path)
+    docs, port, url, env = heron_folder(tmp_path)
     serve = [sys.executable, "-m", "citedocs", "serve", "--folder", str(docs), "--port", str(port)]
     params = StdioServerParameters(command=sys.executable, args=["-m", "citedocs", "mcp"], env=env,
                                    cwd=str(tmp_path))  # fmt: skip
