@@ -124,6 +124,13 @@ def make_library(tmp_path: Path, **options: Any) -> Citedocs:
     return library
 
 
+def ask(page: Any, question: str) -> None:
+    """Open the Ask tab, type the question and press the button, as a person does."""
+    page.click("#tab-ask")
+    page.fill("#question", question)
+    page.click("#ask")
+
+
 @contextlib.contextmanager
 def page_server(tmp_path: Path, llm: LLMClient | None = None, **options: Any) -> Iterator[str]:
     library = make_library(tmp_path, **options)
@@ -300,9 +307,7 @@ def test_an_unsupported_sentence_is_marked(browser: Any, tmp_path: Path) -> None
     with FakeOpenAI([Reply(tokens=UNSUPPORTED, delay_s=0.05)]) as fake:
         llm = LLMClient(fake.base_url, "scripted")
         with page_server(tmp_path, llm=llm) as url, new_page(browser, url) as page:
-            page.click("#tab-ask")
-            page.fill("#question", QUESTION)
-            page.click("#ask")
+            ask(page, QUESTION)
             page.wait_for_selector("#answer:not(.streaming) .sent.unsupported")
             bad = page.locator("#answer .sent.unsupported")
             assert bad.count() == 1 and "9999" in bad.inner_text()
@@ -397,9 +402,7 @@ def test_the_evidence_event_is_shown_before_the_first_token(browser: Any, tmp_pa
     events = [("sources", {"sources": [source], "note": None}), ("evidence", evidence),
               ("token", {"text": "Port 8765 [1]."}), ("done", done)]  # fmt: skip
     with live_server(scripted_page_server(events, gap_s=0.6)) as url, new_page(browser, url) as page:
-        page.click("#tab-ask")
-        page.fill("#question", QUESTION)
-        page.click("#ask")
+        ask(page, QUESTION)
         page.wait_for_selector("#evidence:not([hidden]) li")
         assert page.inner_text("#answer") == ""  # shown before the first token
         assert "It listens on port 8765." in page.inner_text("#evidence")
@@ -438,9 +441,7 @@ def test_the_real_evidence_event_shows_before_the_model_writes(browser: Any, tmp
     with FakeOpenAI([Reply(tokens=TOKENS, first_delay_s=2.0)]) as fake:
         llm = LLMClient(fake.base_url, "scripted")
         with page_server(tmp_path, llm=llm) as url, new_page(browser, url) as page:
-            page.click("#tab-ask")
-            page.fill("#question", QUESTION)
-            page.click("#ask")
+            ask(page, QUESTION)
             page.wait_for_selector("#evidence:not([hidden]) li")
             assert page.inner_text("#answer") == ""
             assert "8765" in page.inner_text("#evidence") and page.locator("#evidence .cite").count() >= 1
