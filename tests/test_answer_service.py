@@ -138,6 +138,40 @@ def test_unsupported_sentence_is_marked_in_the_answer_and_raw_answer_is_kept(lib
     assert done.data["citations"] == [1]
 
 
+MADE_UP = (
+    "To install it, clone the repository from GitHub [1]. Then run python server.py in a terminal [1]. "
+    "The server listens on port 8765 by default [1]."
+)
+
+
+def test_an_answer_its_sources_mostly_do_not_hold_is_withheld_as_a_refusal(library: Citedocs) -> None:
+    """What a small model makes up when the documents lack the answer fails the check sentence by sentence:
+    fewer than half held means the refusal is sent (the tokens streamed meanwhile are replaced by `done`)."""
+    with FakeOpenAI([Reply(tokens=[MADE_UP])]) as server:
+        events = run(events_of(library, server))
+    done = assert_one_terminal(events)
+    assert [e.event for e in events].count("token") >= 1
+    assert done.data["refused"] is True and done.data["refused_before_model"] is False
+    assert done.data["answer"] == REFUSAL_SENTENCE and done.data["citations"] == []
+    assert done.data["raw_answer"] == MADE_UP
+    assert "only 1 of 3 checked sentences" in done.data["refusal_reason"]
+    assert [s["supported"] for s in done.data["sentences"]] == [False, False, True]
+
+
+def test_min_supported_zero_delivers_every_answer_and_half_held_is_delivered(tmp_path: Path) -> None:
+    settings = Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", min_supported=0.0)
+    app = Citedocs(settings)
+    try:
+        app.add_folder(write_corpus(tmp_path))
+        app.index()
+        with FakeOpenAI([Reply(tokens=[MADE_UP])]) as server:
+            done = run(events_of(app, server))[-1]
+        assert done.data["refused"] is False and done.data["refusal_reason"] is None
+        assert done.data["answer"].count("[unverified]") == 2
+    finally:
+        app.close()
+
+
 def test_server_error_before_first_token_is_retried(library: Citedocs) -> None:
     with FakeOpenAI([Reply.error(500), Reply(tokens=PORT_ANSWER)]) as server:
         done = run(events_of(library, server))[-1]

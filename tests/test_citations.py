@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from citedocs.answer.citations import check_citations, is_refusal, parse_citations, repair_answer
+from citedocs.answer.citations import (
+    check_citations,
+    is_refusal,
+    parse_citations,
+    repair_answer,
+    withheld_reason,
+)
 from citedocs.answer.prompt import REFUSAL_SENTENCE
 from citedocs.answer.sentences import split_sentences
 from citedocs.errors import InputError
@@ -212,3 +218,21 @@ def test_repair_needs_the_reported_answer() -> None:
     report = check_citations("A [1].", passages())
     with pytest.raises(InputError):
         repair_answer("B [1].", report)
+
+
+def test_withheld_reason_counts_checked_sentences_only() -> None:
+    passages = [Hit("c0", "/docs/server.md", "/docs", "Serving", None, 1, 9, 0.1,
+                    "The server listens on port 8765 by default. The default limit is 4 answers at once.")]  # fmt: skip
+    one_of_three = check_citations(
+        "It is written in Rust [1]. It needs a GPU [1]. The server listens on port 8765 by default [1].",
+        passages,
+    )
+    reason = withheld_reason(one_of_three, 0.5)
+    assert reason is not None and reason.startswith("only 1 of 3 checked sentences ")
+    assert "raw_answer" in reason and "CITEDOCS_MIN_SUPPORTED=0" in reason
+    assert withheld_reason(one_of_three, 0.0) is None
+    half = check_citations("It needs a GPU [1]. The server listens on port 8765 by default [1].", passages)
+    assert withheld_reason(half, 0.5) is None  # half held is delivered, the other half marked unverified
+    assert withheld_reason(half, 0.6) is not None
+    nothing_to_check = check_citations("Here is how:", passages)
+    assert withheld_reason(nothing_to_check, 0.5) is None

@@ -23,7 +23,7 @@ from citedocs.answer.service import AnswerService
 from citedocs.api import create_app
 from citedocs.errors import ConfigError, LLMError
 from citedocs.llm.client import LLMClient
-from citedocs.llm.llama import LlamaServer
+from citedocs.llm.llama import LlamaServer, repack_args
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from conftest import OUTER_ENV, shared
@@ -34,6 +34,9 @@ OFF_TOPIC = "What is a good lasagna recipe with spinach and ricotta?"
 FAKE_SERVER = """\
 import http.server, sys
 args = sys.argv[1:]
+if "--help" in args:
+    print(HELP)
+    sys.exit(0)
 port = int(args[args.index("--port") + 1])
 if "--crash" in args:
     sys.exit(3)
@@ -51,9 +54,9 @@ http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
 """
 
 
-def fake_binary(tmp_path: Path) -> tuple[str, Path]:
+def fake_binary(tmp_path: Path, help_text: str = "usage: llama-server [options]") -> tuple[str, Path]:
     script = tmp_path / "llama-server"
-    script.write_text(f"#!{sys.executable}\n{FAKE_SERVER}", encoding="utf-8")
+    script.write_text(f"#!{sys.executable}\nHELP = {help_text!r}\n{FAKE_SERVER}", encoding="utf-8")
     script.chmod(0o755)
     gguf = tmp_path / "model.gguf"
     gguf.write_bytes(b"GGUF")
@@ -99,6 +102,42 @@ def test_supervisor_reports_a_server_that_dies_at_startup(tmp_path: Path) -> Non
         asyncio.run(LlamaServer(tmp_path / "missing.gguf", binary).start())
     with pytest.raises(ConfigError, match="CITEDOCS_LLAMA_SERVER"):
         asyncio.run(LlamaServer(gguf, str(tmp_path / "no-such-binary")).start())
+
+
+def test_repack_is_turned_off_where_it_reads_prompts_slower() -> None:
+    vnni = frozenset({"avx2", "avx512f", "avx512_vnni"})
+    assert repack_args("auto", vnni) == ["--no-repack"]
+    assert repack_args("auto", frozenset({"avx2", "fma"})) == []
+    assert repack_args("auto", frozenset()) == []
+    assert repack_args("on", vnni) == []
+    assert repack_args("off", frozenset({"avx2"})) == ["--no-repack"]
+    assert Settings().llama_repack == "auto"
+
+
+def test_the_server_gets_no_repack_only_when_its_binary_knows_the_option(tmp_path: Path) -> None:
+    """A llama-server that lists --no-repack in its --help is started with it; an older one without it is
+    started without it (it would refuse an unknown option and never start)."""
+    knows, older = tmp_path / "knows", tmp_path / "older"
+    knows.mkdir()
+    older.mkdir()
+    new_binary, gguf = fake_binary(knows, "--repack, -nr, --no-repack  whether to enable weight repacking")
+    old_binary, _ = fake_binary(older)
+
+    async def started(binary: str, log: Path) -> list[str]:
+        server = LlamaServer(gguf, binary, log_path=log, repack="off")
+        await server.start()
+        try:
+            return server.command()
+        finally:
+            await server.stop()
+
+    assert "--no-repack" in asyncio.run(started(new_binary, tmp_path / "new.log"))
+    assert "'--no-repack'" in (tmp_path / "new.log").read_text(encoding="utf-8")
+    assert "--no-repack" not in asyncio.run(started(old_binary, tmp_path / "old.log"))
+    assert "fake llama-server on" in (tmp_path / "old.log").read_text(encoding="utf-8")
+    on = LlamaServer(gguf, new_binary, repack="on")
+    on.port = 1
+    assert "--no-repack" not in on.command()
 
 
 def test_api_starts_the_local_server_for_a_gguf(tmp_path: Path) -> None:

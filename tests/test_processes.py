@@ -141,6 +141,19 @@ def test_ask_json_prints_one_answer_object(tmp_path: Path, indexed: Path) -> Non
     assert data["sources"][0]["path"] == str(indexed / "install.md")
 
 
+def test_ask_withholds_an_answer_its_sources_do_not_hold_and_says_why(tmp_path: Path, indexed: Path) -> None:
+    made_up = "Clone the repository from GitHub [1]. Then run python server.py in a terminal [1]."
+    with FakeOpenAI(default=Reply(tokens=[made_up])) as fake:
+        proc = ask(tmp_path, fake.base_url)
+        as_json = ask(tmp_path, fake.base_url, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert made_up in proc.stdout  # streamed as it came; the checked answer below replaces it
+    assert "Answer (citations checked): I can't answer that from the indexed documents." in proc.stdout
+    assert "(withheld: only 0 of 2 checked sentences" in " ".join(proc.stdout.split())
+    data = json.loads(as_json.stdout)
+    assert data["refused"] and not data["refused_before_model"] and data["raw_answer"] == made_up
+
+
 def test_ask_on_an_embedded_index_exits_cleanly_after_loading_the_model(tmp_path: Path) -> None:
     """The packaged model is loaded for the question's hybrid retrieval; the process must not exit while its
     runtime is still starting ("terminate called", exit 134, as the smoke run once found)."""

@@ -319,6 +319,30 @@ def test_an_unsupported_sentence_is_marked(browser: Any, tmp_path: Path) -> None
         close(llm)
 
 
+def test_an_answer_the_sources_do_not_hold_is_withheld_with_the_models_words_one_click_away(
+    browser: Any, tmp_path: Path
+) -> None:
+    made_up = [
+        "It also opens port 9999 for ",
+        "the admin console [2]. ",
+        "It encrypts answers with AES-256 [1].",
+    ]
+    with FakeOpenAI([Reply(tokens=made_up, delay_s=0.05)]) as fake:
+        llm = LLMClient(fake.base_url, "scripted")
+        with page_server(tmp_path, llm=llm) as url, new_page(browser, url) as page:
+            ask(page, QUESTION)
+            page.wait_for_selector("#answer:not(.streaming) details.withheld")
+            assert page.inner_text("#answer").startswith("I can't answer that from the indexed documents.")
+            notice = page.inner_text("#notice")
+            assert "Withheld: only 0 of 2 checked sentences" in notice and "marked unverified)." not in notice
+            shown = page.locator("#answer details.withheld")
+            assert not shown.locator(".sent.unsupported").first.is_visible()  # folded until asked for
+            shown.locator("summary").click()
+            assert shown.locator(".sent.unsupported").count() == 2 and "9999" in shown.inner_text()
+            screenshot(page, tmp_path, "withheld")
+        close(llm)
+
+
 def test_without_a_model_the_page_says_so_once_and_still_shows_the_sources(
     browser: Any, tmp_path: Path
 ) -> None:

@@ -100,6 +100,9 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr = SecretStr("")
     llm_gguf: str = ""
     llama_server: str = "llama-server"
+    # llama.cpp's weight repacking: "auto" turns it off on CPUs where it reads prompts slower (AVX-512 VNNI:
+    # 75 vs 115-124 tokens/s, llm/llama.py), "on"/"off" force it
+    llama_repack: Literal["auto", "on", "off"] = "auto"
     llm_max_tokens: int = 512
     llm_temperature: float = 0.1
     # silence allowed between streamed bytes; on 2 CPU cores with 4 slots a prompt is read for 60-170 s before
@@ -118,6 +121,9 @@ class Settings(BaseSettings):
     # `evidence_whole` passages whole, then windows of the others' best sentences. 0 (the default) gives it every
     # passage whole: 450 with 1 whole reads 694 tokens (not 1,434) and answers first in 14 s (not 35), but with
     # the 1.5B model faithfulness fell 0.73 -> 0.51 and recall 0.61 -> 0.56 (81 cases); right answers first
+    # an answer with fewer than this share of its checked sentences held by its sources is withheld: the refusal
+    # is sent, the model's words stay in raw_answer (answer/citations.py `withheld_reason`); 0 sends every answer
+    min_supported: float = Field(default=0.5, ge=0.0, le=1.0)
     evidence_tokens: int = Field(default=0, ge=0)
     evidence_whole: int = Field(default=1, ge=0)
     otel_endpoint: str = ""

@@ -34,6 +34,7 @@ __all__ = [
     "is_refusal",
     "parse_citations",
     "repair_answer",
+    "withheld_reason",
 ]
 
 # A sentence is supported when its sources hold this weighted share of its content terms (numbers weigh 3,
@@ -290,3 +291,21 @@ def _rewrite(
     tail = _TRAILING_RE.search(text)
     cut = tail.start() if tail else len(text)
     return f"{text[:cut].rstrip()} {label}{text[cut:]}"
+
+
+def withheld_reason(report: CitationReport, min_supported: float) -> str | None:
+    """Why an answer is not delivered, or None: fewer than `min_supported` of its checked sentences are held by
+    its sources (then the refusal is sent and the model's words stay in `raw_answer`).
+
+    Measured on claude-docs (every answered case of nine runs of the 1.5B model, eval/baseline and issue 19):
+    answers to answerable questions had at least half of their checked sentences supported, the answers it made
+    up for unanswerable ones ("How do I install Claude Code?": clone a repository, run `python server.py`)
+    0.14-0.40.
+    """
+    checked = [s for s in report.sentences if s.checked]
+    held = sum(s.supported for s in checked)
+    if not checked or held >= min_supported * len(checked):
+        return None
+    return (f"only {held} of {len(checked)} checked sentences of the model's answer are supported by the sources, "
+            "so it was withheld (its words are in raw_answer; CITEDOCS_MIN_SUPPORTED=0 sends such answers with "
+            "each unsupported sentence marked [unverified])")  # fmt: skip

@@ -2,16 +2,19 @@
 
 Documents are data. Each source and the question sit between fences carrying a token drawn fresh for every
 request (evidence windows: a source ends where the next source's header or the END SOURCES fence begins,
-both carrying it; whole passages keep their own END SOURCE fence, today's prompt exactly), so text inside a document cannot close its fence or forge another source's header: it never knows the token, and any run of three or more `<` or `>` in it is shortened so nothing in it even looks like a
-fence.
+both carrying it; whole passages keep their own END SOURCE fence), so text inside a document cannot close its
+fence or forge another source's header: it never knows the token, and any run of three or more `<` or `>` in
+it is shortened so nothing in it even looks like a fence.
 
 The system turn is the same bytes for every request, so llama.cpp's prompt cache reuses it; the sources (or
 only their evidence windows, see `evidence`) come next, then the question, and the rules last, where small
-models (Qwen2.5 1.5B) still follow them. Evidence prompts differ in three measured ways: a 14-letter token (half
-the tokens of 16 hex digits), no HTML comments, and rules that ask for every part of the answer and refuse only
-when no source says anything; whole passages keep the first prompt, where those cost recall. Moving the rules into the cached system turn was measured: on the same
-evidence the model refused 5 of 9 answerable claude-docs questions instead of 3 (0 with whole passages), and a
-direct A/B on the refused prompts answered once the rules were back at the end (docs/benchmarks.md).
+models (Qwen2.5 1.5B) still follow them. The fence token is 14 letters (half the tokens of 16 hex digits) and
+HTML comments are not read (a reader of the page does not see them): ~210 fewer tokens of a 1,434-token prompt
+(docs/benchmarks.md). Evidence prompts get rules of their own (answer every part, refuse only when no source
+says anything); whole passages keep the first rules, where those cost recall. Moving the rules into the cached
+system turn was measured: on the same evidence the model refused 5 of 9 answerable claude-docs questions
+instead of 3 (0 with whole passages), and a direct A/B on the refused prompts answered once the rules were back
+at the end.
 """
 
 from __future__ import annotations
@@ -34,9 +37,8 @@ _LANGUAGE_RULE = {
     "cjk": "Write the answer in the language of the question",
 }
 
-FENCE_TOKEN_BYTES = 8
-# For evidence prompts: 14 random lowercase letters, 65.8 bits (no fewer than 16 hex digits) at ~8 Qwen tokens
-# instead of ~15 (a digit is one token), and the token is written 6-9 times a prompt.
+# 14 random lowercase letters: 65.8 bits (no fewer than the 64 of 16 hex digits, the first token) at ~8 Qwen
+# tokens instead of ~15 (a digit is one token); a whole-passage prompt writes it 15 times.
 FENCE_LETTERS = 14
 _FENCE_LIKE_RE = re.compile(r"<{3,}|>{3,}")
 _FENCE_TOKEN_RE = re.compile(r"[0-9A-Za-z]{8,64}")
@@ -48,11 +50,9 @@ SYSTEM_PROMPT = (
 )
 
 
-def new_fence(letters: bool = False) -> str:
-    """A fresh random fence token: 16 hex characters, or 14 lowercase letters (as unguessable, fewer tokens)."""
-    if letters:
-        return "".join(secrets.choice(string.ascii_lowercase) for _ in range(FENCE_LETTERS))
-    return secrets.token_hex(FENCE_TOKEN_BYTES)
+def new_fence() -> str:
+    """A fresh random fence token: 14 lowercase letters."""
+    return "".join(secrets.choice(string.ascii_lowercase) for _ in range(FENCE_LETTERS))
 
 
 def neutralize(text: str, fence: str) -> str:
@@ -119,7 +119,7 @@ def format_sources(passages: Sequence[Hit], fence: str) -> str:
     blocks = []
     for n, hit in enumerate(passages, start=1):
         label = _one_line(source_label(hit), fence)
-        body = neutralize(without_repeats(hit.text), fence).strip()
+        body = neutralize(model_text(hit.text), fence).strip()
         blocks.append(f"<<<SOURCE [{n}] {fence}>>> {label}\n{body}\n<<<END SOURCE [{n}] {fence}>>>")
     return "\n\n".join(blocks)
 
@@ -163,8 +163,8 @@ def rules(fence: str, count: int, language: str = "en", *, evidence: bool = Fals
         f"2. End every sentence and every list item with the number of the source that states it, like "
         f"[2], or [1][3] for two sources. Cite the source that holds the fact, which is not always [1].\n"
         f"3. Keep numbers, names and code exactly as the source writes them. Be brief.\n"
-        f"4. If the sources do not contain the answer, reply with exactly this sentence and nothing else: "
-        f"{refusal_sentence(language)}"
+        f"4. If the sources answer only part of the question, answer that part. If no source says anything "
+        f"about it, reply with exactly this sentence and nothing else: {refusal_sentence(language)}"
         f"{language_rule}"
     )
 
@@ -192,7 +192,7 @@ def build_messages(
     """Chat messages for answering `question` from `passages` ([1]..[n]), and the fence token used.
 
     With `evidence`, the model reads only those windows of the passages (numbered as their passages)."""
-    fence = fence or new_fence(letters=evidence is not None)
+    fence = fence or new_fence()
     if not _FENCE_TOKEN_RE.fullmatch(fence):
         raise InputError("A prompt fence must be 8-64 letters or digits.", "Pass fence=None to draw one.")
     safe_question = neutralize(question, fence).strip()

@@ -22,7 +22,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from citedocs.answer.citations import check_citations, is_refusal, repair_answer
+from citedocs.answer.citations import check_citations, is_refusal, repair_answer, withheld_reason
 from citedocs.answer.evidence import EvidenceWindow, best_sentences, score_sentences, select_evidence
 from citedocs.answer.gate import GateDecision, relevance_decision
 from citedocs.answer.pages import PageFetcher, links_to_fetch, passages
@@ -329,6 +329,8 @@ class AnswerService:
     ) -> AnswerEvent:
         report = check_citations(raw, prepared.hits)
         refused = is_refusal(raw)
+        reason = None if refused else withheld_reason(report, self.settings.min_supported)
+        refused = refused or reason is not None
         refusal = refusal_sentence(question_language(prepared.question))
         answer = refusal if refused else repair_answer(raw, report, mark_unverified=True)
         citations = [] if refused else report.citations
@@ -341,13 +343,13 @@ class AnswerService:
         prepared.trace.end("generation", {"finish_reason": finish.finish_reason,
                                           "tokens.prompt": usage.prompt_tokens,
                                           "tokens.completion": usage.completion_tokens})  # fmt: skip
-        prepared.trace.finish({"refused": refused, "citations": len(citations),
+        prepared.trace.finish({"refused": refused, "refused.withheld": reason is not None, "citations": len(citations),
                                "invalid_citations": len(report.invalid_citations)})  # fmt: skip
         details = report.to_dict()
         return AnswerEvent("done", {
             "answer": answer, "raw_answer": raw, "citations": citations,
             "invalid_citations": report.invalid_citations, "original_citations": report.original_citations,
-            "refused": refused, "refused_before_model": False, "refusal_reason": None,
+            "refused": refused, "refused_before_model": False, "refusal_reason": reason,
             "relevance": round(prepared.gate.best, 3), "truncated": finish.truncated,
             "finish_reason": finish.finish_reason, "model": finish.model or (self.llm.model if self.llm else None),
             "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,

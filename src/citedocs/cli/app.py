@@ -426,7 +426,9 @@ def ask(
             out.print(f"  \\[{source['n']}] {source['path']} · {where} · {source.get('heading') or '—'}")
     if data.get("invalid_citations"):
         out.print(f"[yellow]removed citations to missing sources: {data['invalid_citations']}[/yellow]")
-    if data.get("refused"):
+    if data.get("refused") and data.get("refusal_reason") and not data.get("refused_before_model"):
+        out.print(f"[dim](withheld: {escape(str(data['refusal_reason']))})[/dim]")
+    elif data.get("refused"):
         out.print("[dim](refused: the documents do not answer this)[/dim]")
 
 

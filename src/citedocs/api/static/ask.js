@@ -107,10 +107,23 @@ function renderChecked(done) {
   box.classList.remove("empty");
   const raw = done.raw_answer || "";
   const sentences = done.sentences || [];
+  if (done.refused && done.refusal_reason && !done.refused_before_model && raw && sentences.length) {
+    // Withheld: the model answered but its sources hold too little of it; its words stay one click away.
+    const shown = el("details", { class: "withheld" },
+      el("summary", {}, "What the model wrote (withheld: not supported by the sources)"),
+      el("div", {}, ...checkedSentences(raw, sentences)));
+    box.replaceChildren(...withCitations(done.answer || ""), shown);
+    return;
+  }
   if (done.refused || !raw || !sentences.length) {
     box.replaceChildren(...withCitations(done.answer || "", done.invalid_citations));
     return;
   }
+  box.replaceChildren(...checkedSentences(raw, sentences));
+  $("legend").hidden = !sentences.some((s) => s.checked);
+}
+
+function checkedSentences(raw, sentences) {
   const out = [];
   let last = 0;
   for (const s of sentences) {
@@ -137,8 +150,7 @@ function renderChecked(done) {
     out.push(span);
   }
   if (last < raw.length) out.push(...withCitations(raw.slice(last).replace(UNVERIFIED, "")));
-  box.replaceChildren(...out);
-  $("legend").hidden = !sentences.some((s) => s.checked);
+  return out;
 }
 
 function renderSources(list, note) {
@@ -232,10 +244,11 @@ function handle(event, data, state) {
     if (data.refused) {
       notes.push(data.refused_before_model
         ? "Refused before asking the model: " + (data.refusal_reason || "no passage covers the question") + "."
+        : data.refusal_reason ? "Withheld: " + data.refusal_reason + "."
         : "The model found that the passages do not contain the answer.");
     }
     const unsupported = (data.sentences || []).filter((s) => s.checked && !s.supported).length;
-    if (unsupported) notes.push(unsupported + " sentence" + (unsupported > 1 ? "s are" : " is") + " not supported by the sources (marked unverified).");
+    if (unsupported && !data.refused) notes.push(unsupported + " sentence" + (unsupported > 1 ? "s are" : " is") + " not supported by the sources (marked unverified).");
     if (data.invalid_citations && data.invalid_citations.length) {
       notes.push("Removed citations to sources that do not exist: " + data.invalid_citations.map((n) => "[" + n + "]").join(" ") + ".");
     }
