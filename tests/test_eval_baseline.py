@@ -45,10 +45,15 @@ def test_answer_baselines_cover_the_sampled_cases_and_clear_the_floors(run: str)
     assert not failures, failures
 
 
-def test_the_full_answer_baseline_covers_every_case_and_clears_the_floors() -> None:
-    if not (BASELINE / "answer-full").exists():
-        pytest.skip("answer-full is not committed")
-    failures = check(BASELINE / "answer-full", _cases(), REPO / "eval/floors-answer.toml")
+# Every run of all 81 cases, each with its hand-scored twin (`<run>-hand`).
+FULL_RUNS = ["answer-full", "answer-norepack", "answer-lean", "answer-partial", "answer-partial-2"]
+
+
+@pytest.mark.parametrize("run", FULL_RUNS)
+def test_the_full_answer_baselines_cover_every_case_and_clear_the_floors(run: str) -> None:
+    if not (BASELINE / run).exists():
+        pytest.skip(f"{run} is not committed")
+    failures = check(BASELINE / run, _cases(), REPO / "eval/floors-answer.toml")
     assert not failures, failures
 
 
@@ -70,18 +75,19 @@ def test_a_run_on_other_cases_fails_the_check(tmp_path: Path) -> None:
     assert failures and failures[0].kind == "cases"
 
 
-def test_every_judged_pair_of_the_full_baseline_is_hand_graded_and_the_hand_scores_reproduce(
-    tmp_path: Path,
+@pytest.mark.parametrize("run", [*FULL_RUNS, "answer-evidence-450-full"])
+def test_every_judged_pair_of_a_full_run_is_hand_graded_and_the_hand_scores_reproduce(
+    tmp_path: Path, run: str
 ) -> None:
     import json
 
     from citedocs.eval.rejudge import hand_score
     from citedocs.eval.runs import read_run
 
-    if not (BASELINE / "answer-full-hand").exists():
-        pytest.skip("answer-full-hand is not committed")
-    graded = [json.loads(line) for name in ("judge-grades.jsonl", "judge-grades-heldout.jsonl")
-              for line in (REPO / "eval" / name).read_text(encoding="utf-8").splitlines() if line.strip()]  # fmt: skip
-    counts = hand_score(BASELINE / "answer-full", tmp_path / "hand", graded)
+    if not (BASELINE / f"{run}-hand").exists():
+        pytest.skip(f"{run}-hand is not committed")
+    graded = [json.loads(line) for grades in sorted((REPO / "eval").glob("judge-grades*.jsonl"))
+              for line in grades.read_text(encoding="utf-8").splitlines() if line.strip()]  # fmt: skip
+    counts = hand_score(BASELINE / run, tmp_path / "hand", graded)
     assert counts["ungraded_cases"] == 0 and counts["graded_cases"] > 0
-    assert read_run(tmp_path / "hand").metrics == read_run(BASELINE / "answer-full-hand").metrics
+    assert read_run(tmp_path / "hand").metrics == read_run(BASELINE / f"{run}-hand").metrics

@@ -101,7 +101,7 @@ class Settings(BaseSettings):
     llm_gguf: str = ""
     llama_server: str = "llama-server"
     # llama.cpp's weight repacking: "auto" turns it off on CPUs where it reads prompts slower (AVX-512 VNNI:
-    # 75 vs 115-124 tokens/s, llm/llama.py), "on"/"off" force it
+    # 68-71 vs 102-109 prompt tokens/s, llm/llama.py), "on"/"off" force it
     llama_repack: Literal["auto", "on", "off"] = "auto"
     llm_max_tokens: int = 512
     llm_temperature: float = 0.1
