@@ -158,16 +158,21 @@ def test_an_answer_its_sources_mostly_do_not_hold_is_withheld_as_a_refusal(libra
     assert [s["supported"] for s in done.data["sentences"]] == [False, False, True]
 
 
-def test_min_supported_zero_delivers_every_answer_and_half_held_is_delivered(tmp_path: Path) -> None:
-    settings = Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", min_supported=0.0)
+def test_min_supported_zero_delivers_every_answer_and_the_first_refusal_rule_can_be_kept(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", min_supported=0.0,
+                        answer_partial=False)  # fmt: skip
     app = Citedocs(settings)
     try:
         app.add_folder(write_corpus(tmp_path))
         app.index()
         with FakeOpenAI([Reply(tokens=[MADE_UP])]) as server:
             done = run(events_of(app, server))[-1]
+            prompt = server.chat_requests[0].body["messages"][-1]["content"]
         assert done.data["refused"] is False and done.data["refusal_reason"] is None
         assert done.data["answer"].count("[unverified]") == 2
+        assert "4. If the sources do not contain the answer" in prompt and "only part" not in prompt
     finally:
         app.close()
 

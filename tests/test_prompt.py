@@ -107,6 +107,10 @@ def test_whole_passages_keep_the_first_rules_and_evidence_gets_its_own() -> None
     assert "docs.example.com" not in whole and "<<<END SOURCE [1] " in whole
     assert "lines 10-24\nRun pip install citedocs.\n<<<END SOURCE [1]" in whole
     assert f"between the QUESTION {'b' * 16} fences" in whole and "Be brief." in whole
+    assert "If the sources answer only part of the question, answer that part." in whole
+    first = build_messages("How?", passages, "b" * 16, partial=False)[0][-1]["content"]
+    assert "4. If the sources do not contain the answer, reply with exactly" in first
+    assert first.endswith(REFUSAL_SENTENCE) and "only part" not in first
     ev = evidence_prompt("How?", passages, "b" * 16)[-1]["content"]
     assert "Answer every part of the question" in ev and "Only if no source says anything" in ev
     assert ev.endswith(REFUSAL_SENTENCE) and whole.endswith(REFUSAL_SENTENCE)

@@ -240,7 +240,8 @@ class AnswerService:
                               "Run `citedocs model install`, or set CITEDOCS_LLM_BASE_URL, or CITEDOCS_LLM_GGUF for a local "
                               "llama.cpp server.")  # fmt: skip
             return
-        messages, _ = build_messages(prepared.question, prepared.hits, evidence=prepared.evidence)
+        messages, _ = build_messages(prepared.question, prepared.hits, evidence=prepared.evidence,
+                                     partial=self.settings.answer_partial)  # fmt: skip
         prepared.messages = messages
         pieces: list[str] = []
         generation_started = time.perf_counter()
