@@ -102,10 +102,16 @@ class CitationReport:
         return sum(s.repaired for s in self.sentences)
 
     @property
+    def support_counts(self) -> tuple[int, int]:
+        """(checked sentences that their (repaired) citations support, checked sentences)."""
+        checked = [s for s in self.sentences if s.checked]
+        return sum(s.supported for s in checked), len(checked)
+
+    @property
     def supported_fraction(self) -> float:
         """Share of checked sentences that their (repaired) citations support; 1.0 when none is checked."""
-        checked = [s for s in self.sentences if s.checked]
-        return sum(s.supported for s in checked) / len(checked) if checked else 1.0
+        held, checked = self.support_counts
+        return held / checked if checked else 1.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -302,10 +308,9 @@ def withheld_reason(report: CitationReport, min_supported: float) -> str | None:
     up for unanswerable ones ("How do I install Claude Code?": clone a repository, run `python server.py`)
     0.17-0.40. With 450-token evidence windows one answerable answer had 0.33.
     """
-    checked = [s for s in report.sentences if s.checked]
-    held = sum(s.supported for s in checked)
-    if not checked or held >= min_supported * len(checked):
+    held, checked = report.support_counts
+    if report.supported_fraction >= min_supported:
         return None
-    return (f"only {held} of {len(checked)} checked sentences of the model's answer are supported by the sources, "
+    return (f"only {held} of {checked} checked sentences of the model's answer are supported by the sources, "
             "so it was withheld (its words are in raw_answer; CITEDOCS_MIN_SUPPORTED=0 sends such answers with "
             "each unsupported sentence marked [unverified])")  # fmt: skip

@@ -9,8 +9,8 @@ it is shortened so nothing in it even looks like a fence.
 The system turn is the same bytes for every request, so llama.cpp's prompt cache reuses it; the sources (or
 only their evidence windows, see `evidence`) come next, then the question, and the rules last, where small
 models (Qwen2.5 1.5B) still follow them. The fence token is 14 letters (half the tokens of 16 hex digits) and
-HTML comments are not read (a reader of the page does not see them): ~210 fewer tokens of a 1,434-token prompt
-(docs/benchmarks.md). Evidence prompts get rules of their own (answer every part, refuse only when no source
+HTML comments are not read (a reader of the page does not see them): 111 fewer tokens at the median of the
+claude-docs prompts, 1,434 to 1,323 (docs/benchmarks.md). Evidence prompts get rules of their own (answer every part, refuse only when no source
 says anything); whole passages keep the first rules, where those cost recall. Moving the rules into the cached
 system turn was measured: on the same evidence the model refused 5 of 9 answerable claude-docs questions
 instead of 3 (0 with whole passages), and a direct A/B on the refused prompts answered once the rules were back
@@ -140,7 +140,7 @@ _PARTIAL_RULE = (
     "4. If the sources answer only part of the question, answer that part. If no source says anything about it, "
     "reply with exactly this sentence and nothing else: "
 )
-_WHOLE_RULE = (
+_FIRST_RULE = (
     "4. If the sources do not contain the answer, reply with exactly this sentence and nothing else: "
 )
 
@@ -178,7 +178,7 @@ def rules(
         f"2. End every sentence and every list item with the number of the source that states it, like "
         f"[2], or [1][3] for two sources. Cite the source that holds the fact, which is not always [1].\n"
         f"3. Keep numbers, names and code exactly as the source writes them. Be brief.\n"
-        f"{_PARTIAL_RULE if partial else _WHOLE_RULE}{refusal_sentence(language)}"
+        f"{_PARTIAL_RULE if partial else _FIRST_RULE}{refusal_sentence(language)}"
         f"{language_rule}"
     )
 
