@@ -1,8 +1,9 @@
 """Evidence selection, measured without the model: what it keeps, and how fast the `evidence` event comes.
 
     # key facts kept in what the model reads, per budget, lexical and lexical + embedding (no model needed);
-    # --whole 1: the best passage whole, windows of the rest (CITEDOCS_EVIDENCE_WHOLE)
-    PYTHONPATH=src .venv/bin/python bench/bench_evidence.py facts --index-db /tmp/idx.db $CASES [--whole 1]
+    # --whole 1: the best passage whole, windows of the rest (CITEDOCS_EVIDENCE_WHOLE); --overlap 0.8: passages
+    # repeating a better one dropped first (CITEDOCS_PASSAGE_OVERLAP; 0 keeps them, the old behaviour)
+    PYTHONPATH=src .venv/bin/python bench/bench_evidence.py facts --index-db /tmp/idx.db $CASES [--whole 1] [--overlap 0.8]
     # latency of the `evidence` event (and of the first token) over the cases, scripted model (tests/fakes)
     PYTHONPATH=src .venv/bin/python bench/bench_evidence.py latency --index-db /tmp/idx.db $CASES
 
@@ -30,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _env import header
 
 from citedocs.answer.evidence import select_evidence
+from citedocs.answer.passages import passages
 from citedocs.answer.prompt import build_messages
 from citedocs.eval.cases import load_cases
 from citedocs.eval.metrics import key_fact_recall
@@ -82,9 +84,12 @@ def facts(args: argparse.Namespace) -> None:
     tokens: dict[str, list[int]] = {}
     exact = inside = total = 0
     spent: dict[str, list[float]] = {}
+    kept: list[int] = []
     try:
         for case in cases:
-            hits = app.search(case.question, k=5).hits
+            # as the answer service does: twice the passages asked for, then the first five passages
+            hits = passages(app.search(case.question, k=10).hits, 5, overlap=args.overlap)
+            kept.append(len(hits))
             sim = _similarity(app, case.question) if args.embeddings else None
             for budget in BUDGETS:
                 for kind, similarity in (("lexical", None), ("embedding", sim)):
@@ -109,7 +114,8 @@ def facts(args: argparse.Namespace) -> None:
                             exact += at
     finally:
         app.close()
-    print(f"{len(cases)} answerable cases with key facts; top-5 hybrid passages; {args.whole} kept whole")
+    print(f"{len(cases)} answerable cases with key facts; top-5 hybrid passages, repeats at overlap "
+          f"{args.overlap:g} dropped (mean {statistics.fmean(kept):.2f} read); {args.whole} kept whole")  # fmt: skip
     print(f"{'selection':<16} {'facts kept':>10} {'prompt tok (est.)':>18} {'select ms P50':>14}")
     for name, values in rows.items():
         print(f"{name:<16} {statistics.fmean(values):>10.3f} {statistics.median(tokens[name]):>18.0f} "
@@ -176,6 +182,8 @@ def main() -> None:
     parser.add_argument(
         "--whole", type=int, default=0, help="best passages kept whole (CITEDOCS_EVIDENCE_WHOLE)"
     )
+    parser.add_argument("--overlap", type=float, default=0.0,
+                        help="drop passages this much covered by a better one (CITEDOCS_PASSAGE_OVERLAP)")  # fmt: skip
     args = parser.parse_args()
     print(" · ".join(f"{k}: {v}" for k, v in header().items()))
     print("machine shared with other engineers' jobs: compare medians, not single runs")

@@ -363,3 +363,27 @@ def test_answers_through_an_mcp_search_server_that_is_reconnected_after_it_dies(
         assert data["sources"][0]["path"].endswith("install.md") and data["sources"][0]["text"]
         assert data["citations"] == [1]
     assert retriever.reconnects == 1
+
+
+@pytest.mark.parametrize("overlap", [0.8, 0.0])
+def test_a_passage_copied_into_another_file_is_read_once(tmp_path: Path, overlap: float) -> None:
+    docs = write_corpus(tmp_path)
+    (docs / "copy.md").write_text(
+        "# Installation notes\n\n" + DOCS["install.md"].split("\n\n", 2)[2], encoding="utf-8"
+    )
+    app = Citedocs(Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", passage_overlap=overlap))
+    try:
+        app.add_folder(docs)
+        app.index()
+        with FakeOpenAI([Reply(tokens=PORT_ANSWER)]) as server:
+            events = run(events_of(app, server))
+            prompt = server.chat_requests[0].body["messages"][-1]["content"]
+        paths = [Path(s["path"]).name for s in events[0].data["sources"]]
+        assert {"install.md", "copy.md"} & set(paths)
+        copies = 1 if overlap else 2
+        assert len({"install.md", "copy.md"} & set(paths)) == copies
+        assert prompt.count("pipx install citedocs") == copies
+        assert [s["n"] for s in events[0].data["sources"]] == list(range(1, len(paths) + 1))
+        assert events[-1].data["citations"] == [1]
+    finally:
+        app.close()

@@ -127,6 +127,9 @@ class Settings(BaseSettings):
     # an answer with fewer than this share of its checked sentences held by its sources is withheld: the refusal
     # is sent, the model's words stay in raw_answer (answer/citations.py `withheld_reason`); 0 sends every answer
     min_supported: float = Field(default=0.5, ge=0.0, le=1.0)
+    # a passage whose content terms are this much covered by a better one is not given to the model again
+    # (answer/passages.py): 26 of 65 claude-docs prompts held one; 0 keeps every passage
+    passage_overlap: float = Field(default=0.8, ge=0.0, le=1.0)
     evidence_tokens: int = Field(default=0, ge=0)
     evidence_whole: int = Field(default=1, ge=0)
     otel_endpoint: str = ""

@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from citedocs.hits import Hit
 
-__all__ = ["PageFetch", "PageFetcher", "links_to_fetch", "passages"]
+__all__ = ["PageFetch", "PageFetcher", "links_to_fetch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +46,3 @@ def links_to_fetch(hits: Sequence[Hit], k: int, budget: int) -> list[str]:
     """The unfetched pages among the first `k` candidates, best first, at most `budget` of them."""
     urls = [h.path for h in hits[:k] if h.kind == "link"]
     return list(dict.fromkeys(urls))[: max(0, budget)]
-
-
-def passages(hits: Sequence[Hit], k: int) -> list[Hit]:
-    """The first `k` hits that hold text to cite: a link's description is not a passage of the page."""
-    return [h for h in hits if h.kind != "link"][:k]

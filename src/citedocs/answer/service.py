@@ -25,7 +25,8 @@ from typing import Any, cast
 from citedocs.answer.citations import check_citations, is_refusal, repair_answer, withheld_reason
 from citedocs.answer.evidence import EvidenceWindow, best_sentences, score_sentences, select_evidence
 from citedocs.answer.gate import GateDecision, relevance_decision
-from citedocs.answer.pages import PageFetcher, links_to_fetch, passages
+from citedocs.answer.pages import PageFetcher, links_to_fetch
+from citedocs.answer.passages import passages
 from citedocs.answer.prompt import build_messages, question_language, refusal_sentence
 from citedocs.answer.retriever import Retriever
 from citedocs.answer.stats import AnswerRecord, RollingStats
@@ -166,7 +167,7 @@ class AnswerService:
         fetch = []
         if isinstance(self.retriever, PageFetcher):
             fetch = links_to_fetch(result.hits, k, self.settings.ask_fetch_pages)
-        hits = passages(result.hits, k)
+        hits = passages(result.hits, k, overlap=self.settings.passage_overlap)
         if fetch:
             gate = GateDecision(True, f"{len(fetch)} site pages are fetched before the relevance check.", 0.0)
         else:
@@ -217,7 +218,8 @@ class AnswerService:
         except CitedocsError as exc:  # keep the first retrieval's passages; say why
             prepared.note = f"retrieval after fetching failed ({exc.message}); {prepared.note or ''}".strip()
         else:
-            prepared.hits, prepared.note = passages(result.hits, prepared.k), result.note
+            prepared.hits = passages(result.hits, prepared.k, overlap=self.settings.passage_overlap)
+            prepared.note = result.note
         prepared.gate = relevance_decision(prepared.question, prepared.hits, self.relevance_threshold)
         prepared.fetch_ms = fetch_ms
         prepared.retrieval_ms = round(prepared.retrieval_ms + _ms(time.perf_counter() - again), 1)
