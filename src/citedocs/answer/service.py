@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -167,7 +167,7 @@ class AnswerService:
         fetch = []
         if isinstance(self.retriever, PageFetcher):
             fetch = links_to_fetch(result.hits, k, self.settings.ask_fetch_pages)
-        hits = passages(result.hits, k, overlap=self.settings.passage_overlap)
+        hits = self._passages(result.hits, k)
         if fetch:
             gate = GateDecision(True, f"{len(fetch)} site pages are fetched before the relevance check.", 0.0)
         else:
@@ -190,6 +190,10 @@ class AnswerService:
                                                 scored=scored, whole=self.settings.evidence_whole)  # fmt: skip
         prepared.highlights = best_sentences(prepared.question, prepared.hits, HIGHLIGHTS, scored=scored)
         prepared.evidence_ms = _ms(time.perf_counter() - chosen)
+
+    def _passages(self, hits: Sequence[Hit], k: int) -> list[Hit]:
+        """What the model reads of a retrieval, before and after fetching pages alike (answer/passages.py)."""
+        return passages(hits, k, overlap=self.settings.passage_overlap)
 
     async def _search(self, question: str, k: int, mode: str | None, source: str | None) -> SearchResult:
         """Twice the passages asked for: unfetched pages (links) among them are not passages to cite."""
@@ -218,8 +222,7 @@ class AnswerService:
         except CitedocsError as exc:  # keep the first retrieval's passages; say why
             prepared.note = f"retrieval after fetching failed ({exc.message}); {prepared.note or ''}".strip()
         else:
-            prepared.hits = passages(result.hits, prepared.k, overlap=self.settings.passage_overlap)
-            prepared.note = result.note
+            prepared.hits, prepared.note = self._passages(result.hits, prepared.k), result.note
         prepared.gate = relevance_decision(prepared.question, prepared.hits, self.relevance_threshold)
         prepared.fetch_ms = fetch_ms
         prepared.retrieval_ms = round(prepared.retrieval_ms + _ms(time.perf_counter() - again), 1)
