@@ -81,6 +81,28 @@ def test_a_sentence_two_passages_both_hold_is_kept_once() -> None:
     assert best_sentences("How do I limit the answers in flight?", passages)[0].text == said
 
 
+def test_a_table_row_comes_with_its_header_row_and_a_list_item_with_its_lead_in() -> None:
+    rows = [f"| model-{i} | {1000 * i} | {256 * i} |" for i in range(1, 20)]
+    table = "\n".join(["| Model | Context length | Dimensions |", "| --- | --- | --- |", *rows])
+    limits = "\n".join(
+        ["The upload limits per request are:", *[f"- {i} images of colour depth {i}" for i in range(1, 9)],
+         "- 5 MB for each file size"]
+    )  # fmt: skip
+    passages = [hit("\n\n".join(FILLER[:6])), hit(table, "/docs/models.md"), hit(limits, "/docs/limits.md")]
+    windows = select_evidence("What is the context length of model-17?", passages, 60, window=0)
+    texts = [w.text for w in windows if w.n == 2]
+    assert texts == ["| Model | Context length | Dimensions |", "| model-17 | 17000 | 4352 |"]
+    # Each piece names the file lines it came from, so a citation of [2] still resolves to both.
+    assert [(w.line_start, w.line_end) for w in windows if w.n == 2] == [(1, 1), (19, 19)]
+    windows = select_evidence("What is the file size limit?", passages, 40, window=0)
+    assert [w.text for w in windows if w.n == 3] == [
+        "The upload limits per request are:",
+        "5 MB for each file size",
+    ]
+    # Without room for the header the row alone is not taken apart from it: the budget still holds.
+    assert sum(len(w.text) for w in select_evidence("model-17 context", passages, 8, window=0)) // 4 <= 8
+
+
 def test_japanese_question_finds_the_japanese_sentence() -> None:
     text = "\n\n".join(
         ["画面の色は設定で変えられます。", "古いログは 30 日後に削除されます。", "テーマは三種類あります。"]

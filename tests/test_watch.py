@@ -257,13 +257,13 @@ def test_one_watcher_per_folder_across_two_servers_on_one_index(tmp_path: Path, 
     second = Citedocs(settings(tmp_path))
     second.start_watching(catch_up=False)
     try:
-        wait_until(lambda: second._watcher is not None and second._watcher.states()[1].state == "standby",
+        wait_until(lambda: second.jobs.watcher is not None and second.jobs.watcher.states()[1].state == "standby",
                    "the second server stands by")  # fmt: skip
         shown = state_of(second)
         assert shown["state"] == "watching" and shown["here"] is False and shown["pid"] == os.getpid()
         (folder / "alpha.md").write_text("# Alpha\n\nThe avocet.\n", encoding="utf-8")
         wait_until(lambda: found(second, "avocet") == ["alpha.md"], "the owner indexes it")
-        assert second._watcher is not None and second._watcher.states()[1].changes == 0  # not twice
+        assert second.jobs.watcher is not None and second.jobs.watcher.states()[1].changes == 0  # not twice
         first.close()
         wait_until(
             lambda: state_of(second)["state"] == "watching" and state_of(second)["here"], "takeover", 15

@@ -8,58 +8,38 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from citedocs.embed.auto import CHOICE_KEY, AutoEmbedder, choice_from_fingerprint
+from citedocs.embed.auto import CHOICE_KEY, choice_from_fingerprint
 from citedocs.embed.blob import FINGERPRINT_KEY
 from citedocs.embed.factory import make_embedder
 from citedocs.embed.lazy import LazyEmbedder
 from citedocs.errors import AccessDenied, InputError, NotFoundError
-from citedocs.index.embedding import EmbedProgress, embed_pending
-from citedocs.index.folders import FolderIndexer, IndexProgress, ProgressCallback, pin_source
-from citedocs.index.ocr import (
-    OcrProgress,
-    finish_ocr_job,
-    ocr_options,
-    ocr_source,
-    ocr_status,
-    pending_documents,
-    start_ocr_job,
-)
-from citedocs.index.reanalysis import STALE_NOTE, mark_analyzed, needs_reanalysis
-from citedocs.parsers import parse_bytes
+from citedocs.index.embedding import EmbedProgress
+from citedocs.index.folders import IndexProgress, ProgressCallback
+from citedocs.index.jobs import IndexJobs
+from citedocs.index.ocr import OcrProgress, ocr_status
+from citedocs.index.reading import ReadResult, open_registered, read_lines
+from citedocs.index.reanalysis import STALE_NOTE, needs_reanalysis
 from citedocs.search.engine import SearchEngine, SearchResult, not_indexed_error
 from citedocs.settings import Settings
-from citedocs.sources.confined import FolderHandle, Opened, read_capped
-from citedocs.sources.folders import open_confined, system_folder_problem
+from citedocs.sources.confined import FolderHandle
+from citedocs.sources.folders import system_folder_problem
 from citedocs.store import Source, Store, open_store
 from citedocs.text import cjk
 
 if TYPE_CHECKING:
     from citedocs.answer.retriever import Retriever
     from citedocs.answer.service import AnswerEvent, AnswerService
-    from citedocs.index.watch import Rerunner, WatchManager
     from citedocs.llm.client import ChatModel
     from citedocs.sites.service import SiteService
 
 _log = logging.getLogger(__name__)
-_T = TypeVar("_T")
 
-CLOSE_WAIT_FOR_MODEL_S = 60.0
-
-
-@dataclass(slots=True)
-class ReadResult:
-    path: str
-    start_line: int
-    end_line: int
-    total_lines: int
-    text: str
-    format: str | None = None
+__all__ = ["Citedocs", "ReadResult", "SourceInfo"]
 
 
 @dataclass(slots=True)
@@ -87,29 +67,15 @@ class Citedocs:
         self.settings = settings
         cjk.configure(settings.cjk_segmenter)
         self.store = store if store is not None else open_store(settings.db)
-        self._index_lock = threading.RLock()
-        self._sites_lock = (
-            threading.Lock()
-        )  # apart from the index lock: a site search must not wait for indexing
+        # apart from the index lock: a site search must not wait for indexing
+        self._sites_lock = threading.Lock()
         self.embedder: LazyEmbedder | None = make_embedder(settings, self._embedder_choice())
         self.engine = SearchEngine(
             self.store, self.embedder, settings.search_mode, keyword_memory=settings.keyword_memory
         )
-        self._embed_thread: threading.Thread | None = None
-        self._closing = threading.Event()
+        self.jobs = IndexJobs(self.store, settings, self.embedder)
         self._sites: SiteService | None = None
-        # Which folder the indexer is on, and which are being removed: `remove` waits for the first to
-        # leave a folder it has asked to stop, so no write for a deleted folder can follow its deletion.
-        self._indexing = threading.Condition()
-        self._active_source: int | None = None
-        self._cancelled: set[int] = set()
         self._links_checked = False
-        self._background: list[threading.Thread] = []  # prefetch jobs; they stop at their next page on close
-        # Folder watching (serve and mcp only): embedding takes a lock of its own, so the watcher's changes
-        # are indexed while a long embedding pass runs.
-        self._embed_lock = threading.Lock()
-        self._watcher: WatchManager | None = None
-        self._embed_changes: Rerunner | None = None
 
     def _embedder_choice(self) -> str | None:
         """What an "auto" embedder chose for this index (or, for an older index, what embedded it)."""
@@ -118,20 +84,7 @@ class Citedocs:
         )
 
     def close(self) -> None:
-        self._closing.set()  # background indexing and embedding stop at their next file or batch
-        if self._watcher is not None:
-            self._watcher.stop()
-        if self._embed_changes is not None:
-            self._embed_changes.join(CLOSE_WAIT_FOR_MODEL_S)
-        # A process must not exit while onnxruntime loads or runs in another thread ("terminate called", exit
-        # 134): wait for a model load, and for the background job to reach that stop (it resumes next time).
-        if self.embedder is not None and self.embedder.state == "loading":
-            self.embedder.wait(CLOSE_WAIT_FOR_MODEL_S)
-        for job in self._background:
-            job.join(self.settings.fetch_timeout_s + 5)
-        thread = self._embed_thread
-        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
-            thread.join(CLOSE_WAIT_FOR_MODEL_S)
+        self.jobs.stop()
         self.engine.close()
         if self._sites is not None:
             self._sites.close()
@@ -193,8 +146,7 @@ class Citedocs:
             identity = list(handle.identity)
         added = self.store.add_source("folder", str(resolved), str(resolved),
                                       {"include": list(include), "exclude": list(exclude), "identity": identity})  # fmt: skip
-        if self._watcher is not None:
-            self._watcher.sync()
+        self.jobs.folders_changed()
         return added
 
     def folders(self) -> list[Path]:
@@ -221,18 +173,10 @@ class Citedocs:
         if source.kind == "site":
             self.sites.remove(source.name)
             return source
-        with self._indexing:
-            self._cancelled.add(source.id)
-            while self._active_source == source.id:
-                self._indexing.wait()
-        try:
+        with self.jobs.removing(source.id):
             self.store.remove_source(source.id)
             self.store.purge_orphan_vectors()
-        finally:
-            with self._indexing:
-                self._cancelled.discard(source.id)
-        if self._watcher is not None:
-            self._watcher.sync()
+        self.jobs.folders_changed()
         return source
 
     def list_sources(self, kind: str | None = None) -> list[SourceInfo]:
@@ -246,145 +190,38 @@ class Citedocs:
     def index(
         self, name: str | None = None, *, force: bool = False, progress: ProgressCallback | None = None
     ) -> list[IndexProgress]:
+        """Index every folder (or the named folder or site); what did not change is skipped."""
         sources = [self.find_source(name)] if name else self.store.list_sources("folder")
-        reports = []
-        with self._index_lock:
-            stale = needs_reanalysis(self.store)
-            indexer = FolderIndexer(self.store, self.settings, progress)
-            for source in sources:
-                with self.store.source_lock(source.id):  # one indexer per source across processes
-                    if source.kind == "folder":
-                        report = self._index_folder(indexer, source, force or stale)
-                        if report is not None:
-                            reports.append(report)
-                    elif name:
-                        self.sites.refresh(source.name)
-            if stale and not name:
-                mark_analyzed(self.store)
-        return reports
-
-    def _index_folder(
-        self, indexer: FolderIndexer, source: Source, force: bool, paths: Sequence[str] | None = None
-    ) -> IndexProgress | None:
-        """Index one folder (or only `paths` in it) unless it is being (or has been) removed; None then."""
-        if paths is not None:
-            return self._on_folder(source, lambda s, stop: indexer.index_paths(s, paths, should_stop=stop))
-        return self._on_folder(source, lambda s, stop: indexer.index(s, force=force, should_stop=stop))
-
-    def _on_folder(self, source: Source, work: Callable[[Source, Callable[[], bool]], _T]) -> _T | None:
-        """Run `work` on one folder unless it is being (or has been) removed (None then); `remove` waits."""
-        with self._indexing:
-            if source.id in self._cancelled:
-                return None
-            try:
-                source = self.store.source_by_id(source.id)
-            except NotFoundError:
-                return None
-            self._active_source = source.id
-        try:
-            stop = lambda: self._closing.is_set() or source.id in self._cancelled  # noqa: E731
-            return work(source, stop)
-        finally:
-            with self._indexing:
-                self._active_source = None
-                self._indexing.notify_all()
+        refresh = (lambda source: self.sites.refresh(source.name)) if name else None
+        return self.jobs.index(sources, force=force, progress=progress, refresh_site=refresh,
+                               every_folder=not name)  # fmt: skip
 
     def ocr(self, *, progress: Callable[[OcrProgress], None] | None = None) -> OcrProgress | None:
-        """OCR the scanned PDFs keyword indexing set aside (CITEDOCS_OCR); None when OCR is off.
-
-        Resumable: a file stays marked until its OCRed text is stored, so a stopped pass picks it up again."""
-        if not self.settings.ocr:
-            return None
-        with self._index_lock:
-            sources = self.store.list_sources("folder")
-            state = OcrProgress(total=sum(len(pending_documents(self.store, s)) for s in sources))
-            if not state.total:
-                return state
-            job, started, finished = start_ocr_job(self.store, state.total), time.perf_counter(), True
-            try:
-                for source in sources:
-                    with self.store.source_lock(source.id):
-                        done = self._on_folder(source, lambda s, stop: ocr_source(
-                            self.store, self.settings, s, state, job=job, should_stop=stop, progress=progress))  # fmt: skip
-                    finished = finished and done is not False and not self._closing.is_set()
-            except Exception as exc:
-                self.store.update_job(job, state="failed", message=str(exc), finished=time.time())
-                raise
-            finish_ocr_job(self.store, job, state, started, stopped=not finished)
-            return state
+        """OCR the scanned PDFs keyword indexing set aside (CITEDOCS_OCR); None when OCR is off."""
+        return self.jobs.ocr(progress=progress)
 
     def embed(
         self, *, force: bool = False, progress: Callable[[EmbedProgress], None] | None = None
     ) -> EmbedProgress | None:
         """Vectors for every chunk that lacks one (after indexing); None when keyword-only."""
-        if self.embedder is None:
-            return None
-        with self._embed_lock:
-            if force:
-                with self._index_lock:
-                    self.store.clear_vectors()
-                if isinstance(self.embedder.inner, AutoEmbedder):  # re-embedding everything: choose again
-                    self.store.set_meta(CHOICE_KEY, "")
-                    self.embedder.inner.reset()
-            return embed_pending(self.store, self.embedder, batch=self.settings.embed_batch, progress=progress,
-                                 should_stop=self._closing.is_set)  # fmt: skip
+        return self.jobs.embed(force=force, progress=progress)
 
     def wait_for_embeddings(self, timeout: float | None = None) -> None:
         """Block until the background embedding pass (if any) is done; run it here if none is running."""
-        thread = self._embed_thread
-        if thread is not None and thread.is_alive():
-            thread.join(timeout)
-        elif self.embedder is not None:
-            self.embed()
+        self.jobs.wait_for_embeddings(timeout)
 
     def index_in_background(self, name: str | None = None, *, force: bool = False) -> threading.Thread:
         """Keyword indexing, then embedding, in a daemon thread; `status()` reports progress."""
+        return self.jobs.in_background(lambda: self.index(name, force=force), force=force)
 
-        def work() -> None:
-            try:
-                self.index(name, force=force)
-                if not self._closing.is_set():
-                    self.embed(force=force)
-                if not self._closing.is_set() and self.settings.ocr:  # scanned PDFs last: OCR is slow
-                    ocred = self.ocr()
-                    if ocred is not None and ocred.ocred and not self._closing.is_set():
-                        self.embed()
-            except Exception as exc:  # recorded in the jobs table; the thread must not die noisily
-                _log.warning("background indexing stopped: %s", exc)
-
-        thread = threading.Thread(target=work, daemon=True, name="citedocs-indexer")
-        self._embed_thread = thread
-        thread.start()
-        return thread
-
-    # -- watching (serve and mcp) --------------------------------------------------------------------
     def start_watching(self, *, catch_up: bool = True) -> None:
-        """Keep the registered folders current while a server runs (CITEDOCS_WATCH; index/watch.py); with
-        `catch_up`, each folder is first rescanned for what changed while no server ran (`serve` indexes at
-        start anyway). One-shot commands never call it."""
-        from citedocs.index.watch import WatchManager
-
-        if self._watcher is None:
-            self._embed_rerunner()
-            self._watcher = WatchManager(self.store, self.settings, self._apply_changes, catch_up=catch_up)
-        self._watcher.start()
+        """Keep the registered folders current while a server runs (CITEDOCS_WATCH); with `catch_up`, each
+        folder is first rescanned for what changed while no server ran. One-shot commands never call it."""
+        self.jobs.start_watching(catch_up=catch_up)
 
     def watch_status(self) -> list[dict[str, Any]]:
         """Each folder's watcher: state (watching, polling, standby, error, off), reason, last change."""
-        from citedocs.index.watch import watch_status
-
-        watcher = self._watcher
-        return watch_status(self.store, watcher.states() if watcher else None,
-                            disabled=watcher is not None and not self.settings.watch)  # fmt: skip
-
-    def _apply_changes(self, source_id: int, paths: Sequence[str] | None) -> IndexProgress | None:
-        """What the watcher saw change (or the whole folder, for None), indexed incrementally; then embedded."""
-        with self._index_lock, self.store.source_lock(source_id):
-            source = self.store.source_by_id(source_id)  # NotFoundError once removed: the watcher stops
-            report = self._index_folder(FolderIndexer(self.store, self.settings), source, False, paths)
-        if report is not None and report.indexed and self._embed_changes is not None and self.embedder:
-            self._embed_changes.kick()
-        return report
+        return self.jobs.watch_status()
 
     # -- status -----------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
@@ -450,7 +287,7 @@ class Citedocs:
 
     def find_similar(self, path: str, k: int = 5) -> SearchResult:
         """Files most like the given one (inside a registered folder)."""
-        resolved, opened = self._open(path)
+        resolved, opened = open_registered(self.store, path)
         os.close(opened.fd)
         found = self.store.document_by_path(str(resolved))
         if found is None or found[0].id is None:
@@ -497,7 +334,7 @@ class Citedocs:
         found = self.store.document_by_path(page.url)
         chunks = len(self.store.document_rowids(found[0].id)) if found and found[0].id else 0
         if embed:
-            self._embed_soon()
+            self.jobs.embed_soon()
         return chunks
 
     def prefetch_site(
@@ -505,7 +342,7 @@ class Citedocs:
     ) -> Any:
         """Fetch a site's pages ahead of questions (all, or the first `limit` not stored yet); stops with
         the process and resumes next time. Returns a PrefetchProgress."""
-        return self.sites.prefetch(name, limit, progress=progress, should_stop=self._closing.is_set)
+        return self.sites.prefetch(name, limit, progress=progress, should_stop=self.jobs.closing.is_set)
 
     def prefetch_in_background(self, name: str, limit: int | None = None) -> threading.Thread:
         """`prefetch_site` in a daemon thread (servers), then embedding of the new pages; `status()` shows it."""
@@ -514,59 +351,16 @@ class Citedocs:
         def work() -> None:
             try:
                 self.prefetch_site(name, limit)
-                self._embed_soon()
+                self.jobs.embed_soon()
             except Exception as exc:
                 _log.warning("prefetching site %s stopped: %s", name, exc)
 
         thread = threading.Thread(target=work, daemon=True, name=f"citedocs-prefetch-{name}")
-        self._background.append(thread)
+        self.jobs.track(thread)
         thread.start()
         return thread
 
-    def _embed_soon(self) -> None:
-        """Embed what lacks vectors in the background (once more if a pass is already running)."""
-        if self.embedder is None or self._closing.is_set():
-            return
-        self._embed_rerunner().kick()
-
-    def _embed_rerunner(self) -> Rerunner:
-        """The one background embedding pass that the watcher and fetched site pages both kick."""
-        from citedocs.index.watch import Rerunner
-
-        with self._indexing:
-            if self._embed_changes is None:
-                self._embed_changes = Rerunner(self.embed, "citedocs-embed-changes", self._closing)
-            return self._embed_changes
-
     # -- reading ----------------------------------------------------------------------------------
-    def _pin(self, folder: Path) -> FolderHandle:
-        source = self.store.find_source(str(folder))
-        if source is None:
-            return FolderHandle.pin(folder)
-        return pin_source(self.store, source)
-
-    def _open(self, path: str) -> tuple[Path, Opened]:
-        """The real path and the open descriptor of a regular file inside a registered folder."""
-        folder, opened = open_confined(path, self.folders(), self._pin)
-        return folder.joinpath(*opened.rel_parts), opened
-
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ReadResult:
         """Lines of a file's text, read from the descriptor that was opened and checked inside the folder."""
-        resolved, opened = self._open(path)
-        max_bytes = int(self.settings.max_file_mb * 1_048_576)
-        try:
-            data = read_capped(opened, max_bytes, resolved.name)
-        finally:
-            os.close(opened.fd)
-        # an OCRed PDF is OCRed again to serve its lines (the same pages give the same text)
-        parsed = parse_bytes(
-            data, resolved.name, max_bytes, ocr=ocr_options(self.settings) if self.settings.ocr else None
-        )
-        lines = parsed.text.split("\n")
-        start = max(1, start_line or 1)
-        end = min(len(lines), end_line or len(lines))
-        if start > len(lines):
-            raise InputError(f"{path} has only {len(lines)} lines.", f"Ask for lines 1-{len(lines)}.")
-        return ReadResult(
-            str(resolved), start, end, len(lines), "\n".join(lines[start - 1 : end]), parsed.format
-        )
+        return read_lines(self.store, self.settings, path, start_line, end_line)

@@ -42,6 +42,7 @@ EMBEDDING_WEIGHT = 0.5
 # A sentence that shares nothing with the question is only taken as a neighbour.
 MIN_SCORE = 0.05
 _KEY_RE = re.compile(r"\W+")
+_LIST_ITEM_RE = re.compile(r"[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]+")
 
 Similarity = Callable[[Sequence[str]], Sequence[float]]
 
@@ -81,6 +82,40 @@ class ScoredSentence:
     span: Span
     score: float
     key: str
+    # Position (in its passage's list) of the sentence that gives this one its meaning: a table row's header
+    # row, a list item's lead-in ("… the limits are:"). A row cut from its header reads as run-together values.
+    anchor: int | None = None
+
+
+def _anchors(text: str, spans: Sequence[Span]) -> list[int | None]:
+    """For each span, the span that heads its table or introduces its list (None for prose and for the head
+    itself)."""
+    line_of = [text.count("\n", 0, span.start) for span in spans]
+    lines = text.split("\n")
+    first_span_on: dict[int, int] = {}
+    for i, line in enumerate(line_of):
+        first_span_on.setdefault(line, i)
+    out: list[int | None] = []
+    for line in line_of:
+        body = lines[line].lstrip()
+        anchor: int | None = None
+        if body.startswith("|"):
+            top = line
+            while top > 0 and lines[top - 1].lstrip().startswith("|"):
+                top -= 1
+            anchor = first_span_on.get(top) if top != line else None
+        elif _LIST_ITEM_RE.match(lines[line]):
+            top = line
+            while top > 0 and (_LIST_ITEM_RE.match(lines[top - 1]) or lines[top - 1][:1].isspace()):
+                top -= 1
+            while top > 0 and not lines[top - 1].strip():
+                top -= 1
+            lead = top - 1
+            if top != line and lead >= 0 and lines[lead].rstrip().endswith(":") and lead in first_span_on:
+                # The lead-in is the last sentence on that line.
+                anchor = max(j for j, at in enumerate(line_of) if at == lead)
+        out.append(anchor)
+    return out
 
 
 def line_span(hit: Hit, start: int, end: int) -> tuple[int, int]:
@@ -112,21 +147,27 @@ def _scored(
         heading = (
             coverage(question, extract_terms(hit.heading, keep_parts=True), weights) if hit.heading else 0.0
         )
-        sentences = []
-        for index, span in enumerate(split_sentences(hit.text)):
+        sentences: list[ScoredSentence] = []
+        spans = split_sentences(hit.text)
+        anchors = _anchors(hit.text, spans)
+        position: dict[int, int] = {}  # span index -> position in `sentences`
+        for index, span in enumerate(spans):
             text = hit.text[span.start : span.end]
             if span.kind == "heading" or not text.strip():
                 continue
             own = coverage(question, extract_terms(text, keep_parts=True), weights) if weights else 0.0
             score = own + HEADING_WEIGHT * heading * (own > 0) - RANK_PENALTY * (n - 1)
-            sentences.append(ScoredSentence(n, index, span, score, _KEY_RE.sub("", text.lower())))
+            anchor = anchors[index]
+            head = position.get(anchor) if anchor is not None else None
+            position[index] = len(sentences)
+            sentences.append(ScoredSentence(n, index, span, score, _KEY_RE.sub("", text.lower()), head))
             texts.append(text)
         per_hit.append(sentences)
     if similarity is not None and texts:
         sims = iter(similarity(texts))
         per_hit = [
             [
-                ScoredSentence(s.n, s.index, s.span, s.score + EMBEDDING_WEIGHT * next(sims), s.key)
+                ScoredSentence(s.n, s.index, s.span, s.score + EMBEDDING_WEIGHT * next(sims), s.key, s.anchor)
                 for s in sentences
             ]
             for sentences in per_hit
@@ -168,18 +209,20 @@ def select_evidence(
         at = next(i for i, s in enumerate(sentences) if s.index == seed.index)
         if at in chosen[seed.n - 1] or (seed.key in said and seed.key):
             continue
-        new = [
-            i
-            for i in range(max(0, at - window), min(len(sentences), at + window + 1))
-            if i not in chosen[seed.n - 1] and (i == at or sentences[i].key not in said)
-        ]
-        cost = sum(estimate_tokens(_text(hits[seed.n - 1], sentences[i].span)) for i in new)
+        taken = chosen[seed.n - 1]
+        near = range(max(0, at - window), min(len(sentences), at + window + 1))
+        new = [i for i in near if i not in taken and (i == at or sentences[i].key not in said)]
+        heads = {a for i in new if (a := sentences[i].anchor) is not None}
+        head = sorted(a for a in heads if a not in taken and a not in new and sentences[a].key not in said)
+        cost = _cost(hits[seed.n - 1], sentences, new + head)
         if used + cost > budget_tokens:
-            # The window does not fit; the sentence alone may.
+            # The window does not fit; the sentence alone (with its table header or list lead-in) may.
+            head = [a for a in head if a == seed.anchor]
             new = [at]
-            cost = estimate_tokens(_text(hits[seed.n - 1], seed.span))
+            cost = _cost(hits[seed.n - 1], sentences, new + head)
             if used + cost > budget_tokens:
                 continue
+        new += head
         for i in new:
             chosen[seed.n - 1].add(i)
             said.add(sentences[i].key)
@@ -194,6 +237,10 @@ def _whole(n: int, hit: Hit) -> EvidenceWindow:
 
 def _text(hit: Hit, span: Span) -> str:
     return hit.text[span.start : span.end]
+
+
+def _cost(hit: Hit, sentences: Sequence[ScoredSentence], positions: Sequence[int]) -> int:
+    return sum(estimate_tokens(_text(hit, sentences[i].span)) for i in positions)
 
 
 def _windows(

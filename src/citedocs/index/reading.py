@@ -1,0 +1,65 @@
+"""Reading a registered folder's file back: lines of its text, from the descriptor checked inside the folder.
+
+`read` (the MCP tool, `GET /documents`, `citedocs read`) and `find_similar` open a path the same way: every
+registered folder is pinned by the identity stored at registration, the path is walked component by
+component below it (sources/confined.py), and the bytes come from the descriptor those checks were made on, so
+a file swapped for a symlink between the check and the read is refused, not followed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from citedocs.errors import InputError
+from citedocs.index.folders import pin_source
+from citedocs.index.ocr import ocr_options
+from citedocs.parsers import parse_bytes
+from citedocs.settings import Settings
+from citedocs.sources.confined import FolderHandle, Opened, read_capped
+from citedocs.sources.folders import open_confined
+from citedocs.store import Store
+
+
+@dataclass(slots=True)
+class ReadResult:
+    path: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    text: str
+    format: str | None = None
+
+
+def open_registered(store: Store, path: str) -> tuple[Path, Opened]:
+    """The real path and the open descriptor of a regular file inside a registered folder; the caller closes
+    the descriptor."""
+
+    def pin(folder: Path) -> FolderHandle:
+        source = store.find_source(str(folder))
+        return FolderHandle.pin(folder) if source is None else pin_source(store, source)
+
+    folders = [Path(s.uri) for s in store.list_sources("folder")]
+    folder, opened = open_confined(path, folders, pin)
+    return folder.joinpath(*opened.rel_parts), opened
+
+
+def read_lines(
+    store: Store, settings: Settings, path: str, start_line: int | None = None, end_line: int | None = None
+) -> ReadResult:
+    """Lines `start_line`..`end_line` (1-based, inclusive; all by default) of a registered file's text."""
+    resolved, opened = open_registered(store, path)
+    max_bytes = int(settings.max_file_mb * 1_048_576)
+    try:
+        data = read_capped(opened, max_bytes, resolved.name)
+    finally:
+        os.close(opened.fd)
+    # an OCRed PDF is OCRed again to serve its lines (the same pages give the same text)
+    parsed = parse_bytes(data, resolved.name, max_bytes, ocr=ocr_options(settings) if settings.ocr else None)
+    lines = parsed.text.split("\n")
+    start = max(1, start_line or 1)
+    end = min(len(lines), end_line or len(lines))
+    if start > len(lines):
+        raise InputError(f"{path} has only {len(lines)} lines.", f"Ask for lines 1-{len(lines)}.")
+    return ReadResult(str(resolved), start, end, len(lines), "\n".join(lines[start - 1 : end]), parsed.format)
