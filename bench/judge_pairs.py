@@ -19,7 +19,7 @@ from citedocs.answer.citations import check_citations
 from citedocs.eval.answers import judgeable
 from citedocs.eval.cases import load_cases
 from citedocs.eval.judge import relevant_window
-from citedocs.eval.rejudge import recovered_hits
+from citedocs.eval.rejudge import recovered_hits, run_passage_choice
 from citedocs.eval.runs import read_jsonl, read_run
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
@@ -42,12 +42,12 @@ def main() -> None:
     try:
         for run_dir in args.runs:
             run = read_run(run_dir)
-            top_k = int(run.meta.get("settings", {}).get("top_k", 5))
+            top_k, overlap = run_passage_choice(run.meta)
             for case_id, detail in run.details.items():
                 case = cases.get(case_id)
                 if case is None or not judgeable(case, detail):
                     continue
-                hits = recovered_hits(app, case, detail, top_k)
+                hits = recovered_hits(app, case, detail, top_k, overlap)
                 if hits is None:
                     continue
                 for sentence in check_citations(detail["answer"], hits).sentences:

@@ -101,6 +101,22 @@ def test_a_run_made_without_a_judge_can_be_judged_afterwards(tmp_path: Path) -> 
     assert summary["metrics"]["key_fact_recall"]["mean"] == 1.0
 
 
+def test_a_run_that_dropped_a_repeated_passage_is_judged_against_the_passages_it_read(tmp_path: Path) -> None:
+    docs, cases = _corpus(tmp_path)
+    (docs / "setup-copy.md").write_text((docs / "setup.md").read_text(encoding="utf-8"), encoding="utf-8")
+    index = tmp_path / "index.db"
+    with FakeOpenAI(responder=_respond) as server:
+        _cli("answer", "--corpus", str(docs), "--cases", str(cases), "--run-dir", str(tmp_path / "run"),
+             "--no-judge", "--index-db", str(index), base_url=server.base_url, cwd=tmp_path)  # fmt: skip
+        record = json.loads((tmp_path / "run" / "cases.jsonl").read_text().splitlines()[0])
+        judged = _cli("rejudge", str(tmp_path / "run"), "--cases", str(cases), "--index-db", str(index),
+                      "--out", str(tmp_path / "judged"), "--judge-base-url", server.base_url,
+                      base_url=server.base_url, cwd=tmp_path)  # fmt: skip
+    sources = record["detail"]["sources"]
+    assert not any("setup-copy" in s for s in sources) and len(sources) >= 1  # the copy repeats the original
+    assert judged["skipped"] == 0 and judged["pairs"] == 2
+
+
 def test_hand_score_of_an_unjudged_run_says_what_to_do(tmp_path: Path) -> None:
     from citedocs.errors import NotFoundError
     from citedocs.eval.cases import load_cases

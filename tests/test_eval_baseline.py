@@ -46,7 +46,14 @@ def test_answer_baselines_cover_the_sampled_cases_and_clear_the_floors(run: str)
 
 
 # Every run of all 81 cases, each with its hand-scored twin (`<run>-hand`).
-FULL_RUNS = ["answer-full", "answer-norepack", "answer-lean", "answer-partial", "answer-partial-2"]
+FULL_RUNS = [
+    "answer-full",
+    "answer-norepack",
+    "answer-lean",
+    "answer-partial",
+    "answer-partial-2",
+    "answer-distinct",
+]
 
 
 @pytest.mark.parametrize("run", FULL_RUNS)

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from citedocs.answer.passages import passages
 from citedocs.errors import InputError, NotFoundError
 from citedocs.eval.answers import judge_answer, judgeable, source_label
 from citedocs.eval.cases import Case
@@ -21,15 +22,26 @@ from citedocs.eval.metrics import citation_precision, faithfulness
 from citedocs.eval.runs import read_jsonl, read_run, write_pairs, write_run
 from citedocs.hits import Hit
 from citedocs.llm.client import ChatModel
+from citedocs.search.engine import MAX_K
 from citedocs.service import Citedocs
 
 
-def recovered_hits(app: Citedocs, case: Case, detail: dict[str, Any], top_k: int) -> list[Hit] | None:
-    """The passages the run's answer was given, found again by the same search on the run's index; None when
-    they differ from the ones the run recorded (never judge against other text)."""
-    hits = app.search(case.question, k=top_k, wait_for_model=True).hits
+def recovered_hits(
+    app: Citedocs, case: Case, detail: dict[str, Any], top_k: int, overlap: float = 0.0
+) -> list[Hit] | None:
+    """The passages the run's answer was given, found again by the same search on the run's index and the
+    same choice of passages (`overlap`: the run's CITEDOCS_PASSAGE_OVERLAP; runs made before it had none);
+    None when they differ from the ones the run recorded (never judge against other text)."""
+    found = app.search(case.question, k=min(MAX_K, 2 * top_k), wait_for_model=True).hits
+    hits = passages(found, top_k, overlap=overlap)
     labels = [source_label(i, h.path, h.heading) for i, h in enumerate(hits, start=1)]
     return hits if labels == detail.get("sources") else None
+
+
+def run_passage_choice(meta: dict[str, Any]) -> tuple[int, float]:
+    """How a run chose its passages: top_k, and the repeat overlap (0 for runs made before it existed)."""
+    settings = meta.get("settings", {})
+    return int(settings.get("top_k", 5)), float(settings.get("passage_overlap", 0.0))
 
 
 async def _rejudge(app: Citedocs, run_dir: Path, cases: dict[str, Case], client: ChatModel) -> dict[str, Any]:
@@ -39,12 +51,12 @@ async def _rejudge(app: Citedocs, run_dir: Path, cases: dict[str, Case], client:
     details: dict[str, dict[str, Any]] = {}
     pairs: list[dict[str, Any]] = []
     skipped = 0
-    top_k = int(run.meta.get("settings", {}).get("top_k", 5))
+    top_k, overlap = run_passage_choice(run.meta)
     for line in (run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         case_id, metrics, detail = record["id"], dict(record["metrics"]), record.get("detail", {})
         if judgeable(cases.get(case_id), detail):
-            hits = recovered_hits(app, cases[case_id], detail, top_k)
+            hits = recovered_hits(app, cases[case_id], detail, top_k, overlap)
             if hits is None:
                 skipped += 1
             else:
