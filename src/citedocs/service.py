@@ -24,7 +24,8 @@ from citedocs.index.jobs import IndexJobs
 from citedocs.index.ocr import OcrProgress, ocr_status
 from citedocs.index.reading import ReadResult, open_registered, read_lines
 from citedocs.index.reanalysis import STALE_NOTE, needs_reanalysis
-from citedocs.search.engine import SearchEngine, SearchResult, not_indexed_error
+from citedocs.search.distinct import distinct_hits
+from citedocs.search.engine import MAX_K, SearchEngine, SearchResult, not_indexed_error
 from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle
 from citedocs.sources.folders import system_folder_problem
@@ -266,13 +267,21 @@ class Citedocs:
         source: str | None = None,
         file_type: str | None = None,
         wait_for_model: bool = False,
+        distinct: bool = False,
     ) -> SearchResult:
         """Ranked passages, and site pages not fetched yet (kind "link") among them; `note` says when a
-        degraded mode (keyword while the model loads) answered."""
+        degraded mode (keyword while the model loads) answered. `distinct` (the front ends' search) leaves out
+        a passage that repeats one ranked above it (`settings.passage_overlap`) and ranks the next in its place;
+        evaluations and the answer service take the raw ranking."""
         self._ensure_link_documents()
         source_ids = [self.find_source(source).id] if source else None
-        result = self.engine.search(query, k=self.settings.top_k if k is None else k, mode=mode,
-                                    source_ids=source_ids, file_type=file_type, wait_for_model=wait_for_model)  # fmt: skip
+        k = self.settings.top_k if k is None else k
+        overlap = self.settings.passage_overlap if distinct else 0.0
+        asked = min(MAX_K, 2 * k) if overlap > 0 and 1 <= k <= MAX_K else k
+        result = self.engine.search(query, k=asked, mode=mode, source_ids=source_ids, file_type=file_type,
+                                    wait_for_model=wait_for_model)  # fmt: skip
+        if asked != k:
+            result.hits = distinct_hits(result.hits, k, overlap)
         if needs_reanalysis(self.store):
             result.note = f"{result.note} {STALE_NOTE}" if result.note else STALE_NOTE
         return result

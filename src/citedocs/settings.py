@@ -128,7 +128,8 @@ class Settings(BaseSettings):
     # is sent, the model's words stay in raw_answer (answer/citations.py `withheld_reason`); 0 sends every answer
     min_supported: float = Field(default=0.5, ge=0.0, le=1.0)
     # a passage whose content terms are this much covered by a better one is not given to the model again
-    # (answer/passages.py): 26 of 65 claude-docs prompts held one; 0 keeps every passage
+    # (answer/passages.py), nor listed again by search over MCP, HTTP and the CLI (the next one takes its
+    # place, search/distinct.py): 26 of 65 claude-docs prompts held one; 0 keeps every passage
     passage_overlap: float = Field(default=0.8, ge=0.0, le=1.0)
     evidence_tokens: int = Field(default=0, ge=0)
     evidence_whole: int = Field(default=1, ge=0)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from citedocs.hits import Hit
-from citedocs.text.terms import Terms, coverage, extract_terms
+from citedocs.search.distinct import repeats
 
 __all__ = ["passages", "repeats"]
 
@@ -25,20 +25,3 @@ def passages(hits: Sequence[Hit], k: int, *, overlap: float = 0.0) -> list[Hit]:
     first = [h for h in hits if h.kind != "link"][:k]
     dropped = set(repeats(first, overlap))
     return [h for i, h in enumerate(first) if i not in dropped]
-
-
-def repeats(hits: Sequence[Hit], overlap: float) -> list[int]:
-    """Indexes of the hits whose content terms (numbers, identifiers, stemmed words; weighted as the citation
-    checker weighs them) are at least `overlap` covered by one kept hit ranked above; none when `overlap`
-    is 0 or less. A hit with no content terms is never called a repeat."""
-    if overlap <= 0:
-        return []
-    kept: list[Terms] = []
-    out = []
-    for i, hit in enumerate(hits):
-        terms = extract_terms(hit.text)
-        if terms and any(coverage(terms, other) >= overlap for other in kept):
-            out.append(i)
-        else:
-            kept.append(terms)
-    return out

@@ -186,7 +186,7 @@ async def ask(
 async def search(body: SearchRequest, state: StateDep) -> dict[str, Any]:
     result = await anyio.to_thread.run_sync(
         lambda: state.app.search(
-            body.query, k=body.k, mode=body.mode, source=body.source, file_type=body.file_type
+            body.query, k=body.k, mode=body.mode, source=body.source, file_type=body.file_type, distinct=True
         )
     )
     return {"query": result.query, "mode": result.mode, "note": result.note,

@@ -287,7 +287,8 @@ def search(
     """Search the index; `--json` prints the object POST /search returns (query, mode, note, hits).
 
     A `citedocs serve` running on the same index answers it (its model is warm); otherwise this process searches,
-    by keyword unless `--mode` asks for more (loading the embedding model for one query costs seconds)."""
+    by keyword unless `--mode` asks for more (loading the embedding model for one query costs seconds). A passage
+    that repeats a better-ranked one is left out for the next one (CITEDOCS_PASSAGE_OVERLAP)."""
     from citedocs.hits import Hit
     from citedocs.search.engine import EMPTY_INDEX_NOTE, SearchResult
 
@@ -304,7 +305,7 @@ def search(
         result = run(
             lambda: app_.search(
                 query, k=k, mode="keyword" if one_off else mode, source=source, file_type=file_type,
-                wait_for_model=True,
+                wait_for_model=True, distinct=True,
             )
         )  # fmt: skip
         if one_off and result.hits:

@@ -171,8 +171,8 @@ class _FolderTools:
     ) -> SearchOut:
         """Search the indexed folders with keyword + semantic ranking. Each hit gives the file path, heading
         or page, line span, score, snippet, passage text and a stable chunk_id; read_file a hit's lines to see
-        its surroundings."""
-        result = self.app.search(query, k=top_k, mode=mode, source=folder, file_type=file_type)
+        its surroundings. A passage that repeats a better-ranked one is left out for the next one."""
+        result = self.app.search(query, k=top_k, mode=mode, source=folder, file_type=file_type, distinct=True)
         fitted = fit_items([hit_dict(h) for h in result.hits], self.budget - 600)
         return SearchOut(query=query, mode=result.mode, hits=[HitOut(**h) for h in fitted.items],
                          note=_join(result.note, fitted.note))  # fmt: skip

@@ -1,0 +1,146 @@
+"""Search over the CLI, MCP (stdio and HTTP) and HTTP lists a passage that repeats a better one only once, and
+ranks the next distinct passage in its place; the library's raw ranking (evaluations, answers) keeps repeats.
+
+The folder is what scraped documentation looks like: a page's markdown and its rendered text say one
+paragraph twice, in two files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from citedocs.hits import Hit
+from citedocs.llm.llama import free_port
+from citedocs.search.distinct import distinct_hits, repeats
+from citedocs.service import Citedocs
+from citedocs.settings import Settings
+from fakes.live_server import live_process
+from test_processes import HANDSHAKE, rpc
+
+LIMITS = (
+    "Rate limits apply per organization. The rate limits are 50 requests per minute and 40,000 input tokens "
+    "per minute; a request over the rate limits gets HTTP 429 with a retry-after header."
+)
+QUERY = "rate limits requests per minute"
+
+
+def docs_folder(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "limits.md").write_text(f"# Limits\n\n## Rate limits\n\n{LIMITS}\n", encoding="utf-8")
+    (docs / "limits-rendered.txt").write_text(f"Limits\nRate limits\n{LIMITS}\n", encoding="utf-8")
+    (docs / "tiers.md").write_text(
+        "# Tiers\n\nHigher usage tiers raise the rate limits: tier 2 allows 1,000 requests per minute.\n",
+        encoding="utf-8",
+    )
+    (docs / "batches.md").write_text(
+        "# Batches\n\nA message batch does not count against the per minute rate limits of requests.\n",
+        encoding="utf-8",
+    )
+    return docs
+
+
+def env_for(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.sqlite3"), "CITEDOCS_EMBEDDER": "none"}
+
+
+def assert_distinct(paths: list[str]) -> None:
+    names = [Path(p).name for p in paths]
+    assert len(names) == 3, names
+    assert not {"limits.md", "limits-rendered.txt"} <= set(names), f"the repeated paragraph twice: {names}"
+    assert {"tiers.md", "batches.md"} <= set(names), (
+        f"a distinct passage did not take the repeat's place: {names}"
+    )
+
+
+def hit(text: str, n: int) -> Hit:
+    return Hit(path=f"/d/{n}.md", source="/d", heading="", page=None, line_start=1, line_end=1,
+               chunk_id=str(n), score=1.0 / n, text=text)  # fmt: skip
+
+
+def test_a_repeat_gives_its_place_to_the_next_distinct_hit() -> None:
+    hits = [hit(LIMITS, 1), hit(LIMITS.upper(), 2), hit("Tiers raise the limits.", 3), hit("Batches.", 4)]
+    assert repeats(hits, 0.8) == [1]
+    assert [h.chunk_id for h in distinct_hits(hits, 3, 0.8)] == ["1", "3", "4"]
+    assert [h.chunk_id for h in distinct_hits(hits, 3, 0.0)] == ["1", "2", "3"]
+
+
+def test_the_library_ranking_keeps_repeats_and_distinct_search_does_not(tmp_path: Path) -> None:
+    app = Citedocs(Settings(db=str(tmp_path / "index.sqlite3"), embedder="none"))
+    try:
+        app.add_folder(docs_folder(tmp_path))
+        app.index()
+        raw = [Path(h.path).name for h in app.search(QUERY, k=3, mode="keyword").hits]
+        assert {"limits.md", "limits-rendered.txt"} <= set(raw), raw  # the folder does repeat itself
+        assert_distinct([h.path for h in app.search(QUERY, k=3, mode="keyword", distinct=True).hits])
+        every = app.search(QUERY, k=3, mode="keyword", distinct=True)
+        assert len(every.hits) == 3
+    finally:
+        app.close()
+
+
+def test_cli_search_json_lists_each_passage_once(tmp_path: Path) -> None:
+    docs, env = docs_folder(tmp_path), env_for(tmp_path)
+    subprocess.run([sys.executable, "-m", "citedocs", "add", str(docs)], env=env, capture_output=True,
+                   check=True, timeout=120)  # fmt: skip
+    proc = subprocess.run([sys.executable, "-m", "citedocs", "search", QUERY, "-k", "3", "--json"], env=env,
+                          capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert_distinct([h["path"] for h in json.loads(proc.stdout)["hits"]])
+
+
+def test_mcp_search_over_stdio_lists_each_passage_once(tmp_path: Path) -> None:
+    docs = docs_folder(tmp_path)
+    # add_folder over MCP indexes in the background; `citedocs add` has indexed when it exits
+    subprocess.run([sys.executable, "-m", "citedocs", "add", str(docs)], env=env_for(tmp_path),
+                   capture_output=True, check=True, timeout=120)  # fmt: skip
+    lines = [
+        *HANDSHAKE,
+        rpc(3, "tools/call", name="search", arguments={"query": QUERY, "top_k": 3, "mode": "keyword"}),
+    ]
+    proc = subprocess.run([sys.executable, "-m", "citedocs", "mcp"], input="\n".join(lines) + "\n",
+                          capture_output=True, text=True, env=env_for(tmp_path), timeout=120,
+                          check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    replies = {r.get("id"): r for r in map(json.loads, filter(str.strip, proc.stdout.splitlines()))}
+    result = replies[3]["result"]
+    assert result["isError"] is False, result
+    assert_distinct([h["path"] for h in result["structuredContent"]["hits"]])
+
+
+def mcp_call(url: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """One tools/call over streamable HTTP (initialize first; the server is stateless per request)."""
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
+        init = client.post("/mcp", content=HANDSHAKE[0])
+        session = init.headers.get("mcp-session-id")
+        if session:
+            client.headers["mcp-session-id"] = session
+        client.post("/mcp", content=HANDSHAKE[1])
+        reply = client.post("/mcp", content=rpc(2, "tools/call", name=name, arguments=arguments))
+    body = reply.text
+    if reply.headers.get("content-type", "").startswith("text/event-stream"):
+        body = next(line[5:] for line in body.splitlines() if line.startswith("data:"))
+    return dict(json.loads(body)["result"])
+
+
+def test_http_search_and_mcp_over_http_list_each_passage_once(tmp_path: Path) -> None:
+    docs, env, port = docs_folder(tmp_path), env_for(tmp_path), free_port()
+    url = f"http://127.0.0.1:{port}"
+    subprocess.run([sys.executable, "-m", "citedocs", "add", str(docs)], env=env, capture_output=True,
+                   check=True, timeout=120)  # fmt: skip
+    command = [sys.executable, "-m", "citedocs", "serve", "--port", str(port)]
+    with live_process(command, env, tmp_path / "serve.log", url):
+        reply = httpx.post(f"{url}/search", json={"query": QUERY, "k": 3, "mode": "keyword"}, timeout=60)
+        assert reply.status_code == 200, reply.text
+        assert_distinct([h["path"] for h in reply.json()["hits"]])
+        result = mcp_call(url, "search", {"query": QUERY, "top_k": 3, "mode": "keyword"})
+        assert result["isError"] is False, result
+        assert_distinct([h["path"] for h in result["structuredContent"]["hits"]])
