@@ -117,10 +117,6 @@ class Settings(BaseSettings):
     max_concurrent: int = 4
     # calibrated on claude-docs (60 real questions, 16 off-topic): see docs/http-api.md; <= 0 turns it off
     relevance_threshold: float = 0.5
-    # tokens of passage text the model reads (answer/evidence.py; measured in docs/benchmarks.md): the best
-    # `evidence_whole` passages whole, then windows of the others' best sentences. 0 (the default) gives it every
-    # passage whole: 450 with 1 whole reads 694 tokens (not 1,434) and answers first in 14 s (not 35), but with
-    # the 1.5B model faithfulness fell 0.73 -> 0.51 and recall 0.61 -> 0.56 (81 cases); right answers first
     # whole-passage prompts ask for the part of an answer the sources hold (wrong refusals 0.07-0.10 vs 0.12-0.17,
     # hand-graded faithfulness 0.71-0.75 vs 0.79-0.84 on claude-docs); False keeps the first rule
     answer_partial: bool = True
@@ -131,6 +127,11 @@ class Settings(BaseSettings):
     # (answer/passages.py), nor listed again by search over MCP, HTTP and the CLI (the next one takes its
     # place, search/distinct.py): 26 of 65 claude-docs prompts held one; 0 keeps every passage
     passage_overlap: float = Field(default=0.8, ge=0.0, le=1.0)
+    # tokens of passage text the model reads (answer/evidence.py; measured in docs/benchmarks.md): the best
+    # `evidence_whole` passages whole, then windows of the others' best sentences. 0 (the default) gives it every
+    # passage whole: 450 with 1 whole reads 694 tokens (not 1,434) and answers first in 14 s (not 35), but with
+    # the 1.5B model faithfulness fell 0.73 -> 0.51 and recall 0.61 -> 0.56 (81 cases); on the gold evidence
+    # sections alone (~730 tokens) it refuses 0.22 of answerable questions (bench/bench_oracle.py)
     evidence_tokens: int = Field(default=0, ge=0)
     evidence_whole: int = Field(default=1, ge=0)
     otel_endpoint: str = ""
