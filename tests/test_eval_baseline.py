@@ -53,6 +53,7 @@ FULL_RUNS = [
     "answer-partial",
     "answer-partial-2",
     "answer-distinct",
+    "answer-distinct-2",
 ]
 
 
