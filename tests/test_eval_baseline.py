@@ -54,6 +54,8 @@ FULL_RUNS = [
     "answer-partial-2",
     "answer-distinct",
     "answer-distinct-2",
+    "answer-overlap-0",
+    "answer-distinct-3",
 ]
 
 
