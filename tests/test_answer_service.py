@@ -387,3 +387,30 @@ def test_a_passage_copied_into_another_file_is_read_once(tmp_path: Path, overlap
         assert events[-1].data["citations"] == [1]
     finally:
         app.close()
+
+
+def test_an_answer_that_loops_is_stopped_and_keeps_one_copy(library: Citedocs) -> None:
+    sentence = ["The server listens", " on port 8765", " by default [1].", "\n"]
+    looping = Reply(tokens=sentence * 100, delay_s=0.01)
+    with FakeOpenAI([looping]) as server:
+        events = run(events_of(library, server))
+        request = server.wait_finished(0)
+    done = assert_one_terminal(events).data
+    assert done["finish_reason"] == "repetition" and not done["truncated"] and not done["refused"]
+    assert done["answer"] == "The server listens on port 8765 by default [1]." and done["citations"] == [1]
+    assert done["usage"]["estimated"] and done["usage"]["completion_tokens"] < 40
+    # the upstream generation was stopped, not read to its end
+    assert request.disconnected and request.tokens_sent < 60
+
+
+def test_the_loop_guard_can_be_turned_off(tmp_path: Path) -> None:
+    settings = Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", answer_stop_repeats=0)
+    app = Citedocs(settings)
+    try:
+        app.add_folder(write_corpus(tmp_path))
+        app.index()
+        with FakeOpenAI([Reply(tokens=["By default it listens on port 8765 [1].\n"] * 12)]) as server:
+            done = assert_one_terminal(run(events_of(app, server))).data
+    finally:
+        app.close()
+    assert done["finish_reason"] == "stop" and done["answer"].count("8765") == 12

@@ -68,6 +68,8 @@ def test_eval_answer_scores_judges_and_keeps_every_verdict(tmp_path: Path) -> No
     assert result["citation_precision"]["mean"] == 0.5 and result["faithfulness"]["mean"] == 0.5
     pairs = [json.loads(line) for line in (run_dir / "judged-pairs.jsonl").read_text().splitlines()]
     assert [(p["case"], p["n"], p["supported"]) for p in pairs] == [("port", 1, True), ("port", 1, False)]
+    rows = {r["id"]: r["detail"] for r in map(json.loads, (run_dir / "cases.jsonl").read_text().splitlines())}
+    assert rows["port"]["finish_reason"] == "stop" and rows["port"]["prompt"][0]["role"] == "system"
 
     grades = tmp_path / "grades.jsonl"
     grades.write_text(json.dumps({**pairs[0], "supported": True, "note": ""}) + "\n", encoding="utf-8")

@@ -190,3 +190,14 @@ def test_out_of_range_mcp_arguments_are_a_plain_tool_error(tmp_path: Path) -> No
     assert "top_k must be at most 50 (got 999)" in texts[0] and "top_k must be at least 1 (got 0)" in texts[1]
     assert texts[2].startswith("Invalid arguments: top_k") and "corrected arguments" in texts[2]
     assert not any("pydantic" in text or "http" in text for text in texts)
+
+
+def test_ask_stops_a_model_that_repeats_itself_and_says_so(tmp_path: Path, indexed: Path) -> None:
+    looping = Reply(tokens=["The server listens on port 8765 by default [1].\n"] * 400, delay_s=0.01)
+    with FakeOpenAI(default=looping) as fake:
+        proc = ask(tmp_path, fake.base_url)
+        sent = fake.chat_requests[0].tokens_sent
+    assert proc.returncode == 0, proc.stderr
+    assert "Answer (citations checked): The server listens on port 8765 by default [1]." in proc.stdout
+    assert "the model began repeating itself and was stopped" in " ".join(proc.stdout.split())
+    assert sent < 40

@@ -343,6 +343,19 @@ def test_an_answer_the_sources_do_not_hold_is_withheld_with_the_models_words_one
         close(llm)
 
 
+def test_a_looping_answer_is_stopped_and_the_page_says_why(browser: Any, tmp_path: Path) -> None:
+    looping = Reply(tokens=["The server listens on port 8765 by default [1].\n"] * 400, delay_s=0.01)
+    with FakeOpenAI([looping]) as fake:
+        llm = LLMClient(fake.base_url, "scripted")
+        with page_server(tmp_path, llm=llm) as url, new_page(browser, url) as page:
+            ask(page, QUESTION)
+            page.wait_for_selector("#answer:not(.streaming) .sent.ok")
+            assert page.inner_text("#answer").count("port 8765") == 1
+            assert "The model began repeating itself" in page.inner_text("#notice")
+        close(llm)
+        assert fake.chat_requests[0].tokens_sent < 40
+
+
 def test_without_a_model_the_page_says_so_once_and_still_shows_the_sources(
     browser: Any, tmp_path: Path
 ) -> None:

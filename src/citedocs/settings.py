@@ -123,6 +123,9 @@ class Settings(BaseSettings):
     # an answer with fewer than this share of its checked sentences held by its sources is withheld: the refusal
     # is sent, the model's words stay in raw_answer (answer/citations.py `withheld_reason`); 0 sends every answer
     min_supported: float = Field(default=0.5, ge=0.0, le=1.0)
+    # generation stops once the answer ends in this many copies of one line or clause (answer/repetition.py:
+    # 5 of 866 committed claude-docs answers looped to the token cap, none of the others is cut); 0 never stops
+    answer_stop_repeats: int = Field(default=4, ge=0)
     # a passage whose content terms are this much covered by a better one is not given to the model again
     # (answer/passages.py), nor listed again by search over MCP, HTTP and the CLI (the next one takes its
     # place, search/distinct.py): 26 of 65 claude-docs prompts held one; 0 keeps every passage

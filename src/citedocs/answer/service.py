@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -28,12 +28,14 @@ from citedocs.answer.gate import GateDecision, relevance_decision
 from citedocs.answer.pages import PageFetcher, links_to_fetch
 from citedocs.answer.passages import passages
 from citedocs.answer.prompt import build_messages, question_language, refusal_sentence
+from citedocs.answer.repetition import RepetitionGuard
 from citedocs.answer.retriever import Retriever
 from citedocs.answer.stats import AnswerRecord, RollingStats
 from citedocs.answer.telemetry import AnswerTrace, Tracer, make_tracer
 from citedocs.errors import AnswerFailed, CitedocsError, InputError, NotFoundError
 from citedocs.hits import Hit
-from citedocs.llm.client import ChatModel, Finish, LLMEvent, LLMStreamError, TokenDelta
+from citedocs.llm.client import ChatModel, Finish, LLMEvent, LLMStreamError, Prices, TokenDelta, Usage
+from citedocs.llm.wire import prompt_estimate
 from citedocs.search.engine import MAX_K, SearchResult
 from citedocs.settings import Settings
 
@@ -262,6 +264,7 @@ class AnswerService:
                     temperature=self.settings.llm_temperature,
                 ),
             )
+            guard = RepetitionGuard(self.settings.answer_stop_repeats)
             async with contextlib.aclosing(stream) as events:
                 async for event in events:
                     if isinstance(event, TokenDelta):
@@ -270,6 +273,13 @@ class AnswerService:
                             prepared.trace.event("first_token", {"ttft_ms": ttft_ms})
                         pieces.append(event.text)
                         yield AnswerEvent("token", {"text": event.text})
+                        cut = guard.feed(event.text)
+                        if cut is not None:
+                            # closing the stream stops the server's generation too
+                            generation_ms = _ms(time.perf_counter() - generation_started)
+                            finish = self._looped(messages, len(pieces))
+                            terminal = self._done(prepared, guard.text[:cut], finish, ttft_ms, generation_ms)
+                            break
                     elif isinstance(event, Finish):
                         generation_ms = _ms(time.perf_counter() - generation_started)
                         terminal = self._done(prepared, "".join(pieces), event, ttft_ms, generation_ms)
@@ -364,6 +374,12 @@ class AnswerService:
             "supported_fraction": details["supported_fraction"], "repaired": details["repaired"],
             "sentences": details["sentences"],
         })  # fmt: skip
+
+    def _looped(self, messages: Sequence[Mapping[str, Any]], pieces: int) -> Finish:
+        """The finish of a generation stopped because it looped: the server sent no usage, so it is estimated."""
+        usage = Usage(prompt_estimate({"messages": messages}), pieces, estimated=True)
+        prices = Prices(self.settings.llm_price_prompt_per_mtok, self.settings.llm_price_completion_per_mtok)
+        return Finish("repetition", usage, prices.cost(usage), self.llm.model if self.llm else "")
 
     def _error(
         self,

@@ -427,6 +427,8 @@ def ask(
             out.print(f"  \\[{source['n']}] {source['path']} · {where} · {source.get('heading') or '—'}")
     if data.get("invalid_citations"):
         out.print(f"[yellow]removed citations to missing sources: {data['invalid_citations']}[/yellow]")
+    if data.get("finish_reason") == "repetition":
+        out.print("[dim](the model began repeating itself and was stopped; the answer keeps one copy)[/dim]")
     if data.get("refused") and data.get("refusal_reason") and not data.get("refused_before_model"):
         out.print(f"[dim](withheld: {escape(str(data['refusal_reason']))})[/dim]")
     elif data.get("refused"):

@@ -159,6 +159,7 @@ async def _run(
                 "refused_before_model": data.get("refused_before_model"), "citations": data.get("citations"),
                 "sources": [source_label(s["n"], s["path"], s.get("heading")) for s in data.get("sources", [])],
                 "judgements": judgements, "timings": data.get("timings"), "usage": data.get("usage"),
+                "finish_reason": data.get("finish_reason"),
                 "evidence": data.get("evidence"), "prompt": prepared.messages,
             }  # fmt: skip
     finally:
