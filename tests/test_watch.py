@@ -257,8 +257,10 @@ def test_one_watcher_per_folder_across_two_servers_on_one_index(tmp_path: Path, 
     second = Citedocs(settings(tmp_path))
     second.start_watching(catch_up=False)
     try:
-        wait_until(lambda: second.jobs.watcher is not None and second.jobs.watcher.states()[1].state == "standby",
-                   "the second server stands by")  # fmt: skip
+        # under load the first server's watcher may not have said "watching" yet when the second stands by
+        wait_until(lambda: second.jobs.watcher is not None and second.jobs.watcher.states()[1].state == "standby"
+                   and state_of(second)["state"] == "watching",
+                   "the second server stands by and shows the first one's watcher")  # fmt: skip
         shown = state_of(second)
         assert shown["state"] == "watching" and shown["here"] is False and shown["pid"] == os.getpid()
         (folder / "alpha.md").write_text("# Alpha\n\nThe avocet.\n", encoding="utf-8")
