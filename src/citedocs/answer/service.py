@@ -378,8 +378,8 @@ class AnswerService:
     def _looped(self, messages: Sequence[Mapping[str, Any]], pieces: int) -> Finish:
         """The finish of a generation stopped because it looped: the server sent no usage, so it is estimated."""
         usage = Usage(prompt_estimate({"messages": messages}), pieces, estimated=True)
-        prices = Prices(self.settings.llm_price_prompt_per_mtok, self.settings.llm_price_completion_per_mtok)
-        return Finish("repetition", usage, prices.cost(usage), self.llm.model if self.llm else "")
+        cost = Prices.from_settings(self.settings).cost(usage)
+        return Finish("repetition", usage, cost, self.llm.model if self.llm else "")
 
     def _error(
         self,

@@ -77,6 +77,10 @@ class Prices:
             usage.prompt_tokens * self.prompt_per_mtok + usage.completion_tokens * self.completion_per_mtok
         ) / 1e6
 
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Prices:
+        return cls(settings.llm_price_prompt_per_mtok, settings.llm_price_completion_per_mtok)
+
 
 @dataclass(frozen=True, slots=True)
 class TokenDelta:
@@ -189,7 +193,7 @@ class LLMClient:
     def from_settings(cls, settings: Settings, **overrides: Any) -> LLMClient:
         options: dict[str, Any] = {
             "read_timeout_s": settings.llm_read_timeout_s,
-            "prices": Prices(settings.llm_price_prompt_per_mtok, settings.llm_price_completion_per_mtok),
+            "prices": Prices.from_settings(settings),
         }
         options.update(overrides)
         return cls(
