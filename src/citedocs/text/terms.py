@@ -162,6 +162,11 @@ def coverage(needed: Terms, present: Terms, weights: dict[str, float] | None = N
     return found / total
 
 
+def held_terms(needed: Terms, present: Terms) -> frozenset[str]:
+    """The terms of `needed` that `present` holds (a number as a number, an identifier as an identifier)."""
+    return frozenset(term for term in needed.all if _present(term, needed, present))
+
+
 def _present(term: str, needed: Terms, present: Terms) -> bool:
     if term in needed.numbers:
         return term in present.numbers
