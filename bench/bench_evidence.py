@@ -10,6 +10,8 @@
 `facts`: for every answerable case with key facts, the share of its key facts (same matching as the
 `key_fact_recall` metric) found in the text the model would read: whole passages (budget 0) or the evidence
 windows at each budget. That is the ceiling of key-fact recall for an answer that quotes its prompt. It also
+counts the key facts in the best 3, 4 and 6 single sentences (3 is what the `evidence` event shows, no model),
+beside the model's answers of the runs given with `--answers`. It also
 checks that every window's first line is where `line_start` says in the file.
 `latency`: the real answer service over the same index with an LLMClient to the fake OpenAI server (a real
 HTTP server answering a scripted text): time from the request to the `evidence` event, and to the first token.
@@ -30,17 +32,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _env import header
 
-from citedocs.answer.evidence import select_evidence
+from citedocs.answer.evidence import best_sentences, select_evidence
 from citedocs.answer.passages import passages
 from citedocs.answer.prompt import build_messages
+from citedocs.answer.service import HIGHLIGHTS
 from citedocs.eval.cases import load_cases
 from citedocs.eval.metrics import key_fact_recall
+from citedocs.eval.runs import read_jsonl
 from citedocs.hits import Hit
 from citedocs.llm.wire import estimate_tokens
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 
 BUDGETS = (0, 250, 300, 350, 380, 420, 450, 550)
+EVENT_SENTENCES = (HIGHLIGHTS, 4, 6)
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "claude-docs-qa" / "docs"
 
 
@@ -85,12 +90,18 @@ def facts(args: argparse.Namespace) -> None:
     exact = inside = total = 0
     spent: dict[str, list[float]] = {}
     kept: list[int] = []
+    event: dict[int, list[float]] = {}
+    event_chars: dict[int, list[int]] = {}
     try:
         for case in cases:
             # as the answer service does: twice the passages asked for, then the first five passages
             hits = passages(app.search(case.question, k=10).hits, 5, overlap=args.overlap)
             kept.append(len(hits))
             sim = _similarity(app, case.question) if args.embeddings else None
+            for count in EVENT_SENTENCES:
+                said = "\n".join(w.text for w in best_sentences(case.question, hits, count))
+                event.setdefault(count, []).append(key_fact_recall(said, case.key_facts) or 0.0)
+                event_chars.setdefault(count, []).append(len(said))
             for budget in BUDGETS:
                 for kind, similarity in (("lexical", None), ("embedding", sim)):
                     if kind == "embedding" and (similarity is None or budget == 0):
@@ -122,6 +133,21 @@ def facts(args: argparse.Namespace) -> None:
               f"{statistics.median(spent[name]):>14.1f}")  # fmt: skip
     print(f"windows (budget {args.check_budget}) inside their line span in the file: {inside}/{total}; "
           f"starting exactly at line_start: {exact}/{total}")  # fmt: skip
+    print(f"{'best sentences':<16} {'facts kept':>10} {'characters P50':>18}")
+    for count, values in event.items():
+        note = " (the `evidence` event)" if count == HIGHLIGHTS else ""
+        print(
+            f"{count:<16} {statistics.fmean(values):>10.3f} {statistics.median(event_chars[count]):>18.0f}{note}"
+        )
+    for run in args.answers:
+        wanted = {c.id for c in cases}
+        rows_ = [r for r in read_jsonl(run / "cases.jsonl") if r["id"] in wanted]
+        recall = [
+            r["metrics"]["key_fact_recall"] for r in rows_ if r["metrics"].get("key_fact_recall") is not None
+        ]
+        chars = [len(r["detail"]["answer"]) for r in rows_ if not r["detail"]["refused"]]
+        print(f"model answers of {run}: facts {statistics.fmean(recall):.3f} over {len(recall)} cases, "
+              f"characters P50 {statistics.median(chars):.0f} (answered)")  # fmt: skip
 
 
 def latency(args: argparse.Namespace) -> None:
@@ -179,6 +205,8 @@ def main() -> None:
     parser.add_argument("--cases", action="append", type=Path, required=True)
     parser.add_argument("--embeddings", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--check-budget", type=int, default=420)
+    parser.add_argument("--answers", action="append", type=Path, default=[],
+                        help="A committed answer run to set beside the best sentences (facts).")  # fmt: skip
     parser.add_argument(
         "--whole", type=int, default=0, help="best passages kept whole (CITEDOCS_EVIDENCE_WHOLE)"
     )

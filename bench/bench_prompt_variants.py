@@ -7,7 +7,8 @@
 Every case of the run whose row holds its `prompt` is asked once per variant, interleaved per case, through
 llama-server's `/v1/chat/completions` (temperature 0.1, 512 tokens, as the service asks): "again*" is the
 prompt unchanged, "greedy*" the same at temperature 0, "nobrief" drops "Be brief." from rule 3, "reversed"
-puts the sources in the opposite order (the best one last, next to the question, numbers unchanged).
+puts the sources in the opposite order (the best one last, next to the question, numbers unchanged), "copy"
+and "quote" replace rule 3 with an instruction to copy the sources' words or quote their sentences.
 Key-fact recall is the `key_fact_recall` metric on the raw text (a refusal scores 0); the difference against
 the first variant is paired over cases with a 95% bootstrap interval. `--out` keeps every reply, and a rerun
 with the same file asks only what is missing.
@@ -36,6 +37,9 @@ from citedocs.answer.citations import is_refusal
 from citedocs.eval.cases import load_cases
 from citedocs.eval.metrics import key_fact_recall
 
+RULE_3 = "3. Keep numbers, names and code exactly as the source writes them. Be brief."
+COPY_RULE_3 = "3. Copy the words of the sources that answer the question; keep numbers, names and code exactly as written."
+QUOTE_RULE_3 = "3. Quote the source sentences that answer the question word for word. Be brief."
 SOURCES = re.compile(r"(<<<SOURCES (\w+)>>>\n)(.*)(\n<<<END SOURCES \2>>>)", re.S)
 
 
@@ -57,6 +61,10 @@ def variant(name: str, prompt: list[dict[str, Any]]) -> tuple[list[dict[str, Any
         question = reverse_sources(question)
     if name.startswith("nobrief"):
         question = question.replace(" Be brief.", "")
+    if name.startswith("copy"):
+        question = question.replace(RULE_3, COPY_RULE_3)
+    if name.startswith("quote"):
+        question = question.replace(RULE_3, QUOTE_RULE_3)
     messages[-1]["content"] = question
     return messages, 0.0 if name.startswith("greedy") else 0.1
 

@@ -56,6 +56,8 @@ FULL_RUNS = [
     "answer-distinct-2",
     "answer-overlap-0",
     "answer-distinct-3",
+    "answer-loop-1",
+    "answer-gate-1",
 ]
 
 

@@ -59,3 +59,37 @@ def test_only_the_first_passages_count() -> None:
     assert not relevance_decision(
         "Which port does citedocs serve use?", hits()[1:] + hits()[:1], top_n=2
     ).allowed
+
+
+# A real claude-docs question the share test alone refused in every evaluation run: its best passage (the
+# glossary's "Pretraining" section, abridged here) holds 6 of its 12 terms, exactly half.
+PRETRAINED_QUESTION = (
+    "What are the key differences between a pretrained language model like Claude's underlying model, and the "
+    "final version of Claude available through Anthropic's API?"
+)
+PRETRAINING = Hit(
+    "g1", "/docs/glossary.md", "/docs", "Glossary > Pretraining", None, 40, 48, 0.1,
+    "Pretraining is the initial process of training language models on a large unlabeled corpus of text. In "
+    "Claude's case, autoregressive language models (like Claude's underlying model) are pretrained to predict "
+    "the next word.",
+)  # fmt: skip
+
+
+def test_a_long_question_passes_on_the_terms_one_passage_holds_not_only_their_share() -> None:
+    old = relevance_decision(PRETRAINED_QUESTION, [PRETRAINING], min_held=0)
+    assert not old.allowed and old.best == 0.5
+    decision = relevance_decision(PRETRAINED_QUESTION, [PRETRAINING])
+    assert decision.allowed and decision.best == 0.5 and decision.best_n == 1
+    assert decision.reason == "Passage [1] holds 6 of the question's 12 terms."
+
+
+def test_held_terms_do_not_let_a_short_or_loosely_matching_off_topic_question_through() -> None:
+    # one of two terms ("recipe"): half, and only one term held
+    assert not relevance_decision("lasagna recipe", hits()).allowed
+    # a long off-topic question whose words the docs share only in passing (3 of 10 in one passage at most)
+    long_off_topic = "Which recipe gives a complete good workflow for baking bread with rye flour, seeds and a starter at home?"
+    decision = relevance_decision(long_off_topic, hits())
+    assert not decision.allowed and "do not seem to cover" in decision.reason
+    # the count is of distinct question terms: a passage repeating one held term many times does not pass
+    repeated = Hit("r", "/docs/r.md", "/docs", "R", None, 1, 2, 0.1, "recipe " * 50)
+    assert not relevance_decision(long_off_topic, [repeated]).allowed
