@@ -196,9 +196,10 @@ def _frames(data: bytes, name: str) -> list[bytes]:
 
 
 def ocr_image_file(data: bytes, name: str, options: OcrOptions) -> ParsedDocument:
-    """The text of an image (each frame of a TIFF a page) by OCR."""
-    command = _require(options, name, "an image")
+    """The text of an image (each frame of a TIFF a page) by OCR. An image OCR would refuse is refused first,
+    so installing Tesseract is not asked for in vain."""
     frames = _frames(data, name)
+    command = _require(options, name, "an image")
     if len(frames) > options.max_pages:
         raise ParseError(
             f"{name}: {len(frames)} frames, more than CITEDOCS_OCR_MAX_PAGES ({options.max_pages})"
