@@ -58,6 +58,7 @@ FULL_RUNS = [
     "answer-distinct-3",
     "answer-loop-1",
     "answer-gate-1",
+    "answer-gate-2",
 ]
 
 
