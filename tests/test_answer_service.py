@@ -109,6 +109,23 @@ def test_off_topic_question_is_refused_without_calling_the_model(library: Citedo
     assert done.data["refusal_reason"]
 
 
+LONG_QUESTION = (
+    "Which default port does the citedocs server listen on after I install it with pipx on Linux, for my team of "
+    "designers and accountants who share one quarterly budget spreadsheet during the winter holidays?"
+)
+
+
+def test_a_long_question_whose_passage_holds_five_of_its_terms_reaches_the_model(library: Citedocs) -> None:
+    with FakeOpenAI([Reply(tokens=PORT_ANSWER)]) as server:
+        events = run(events_of(library, server, LONG_QUESTION))
+        assert len(server.chat_requests) == 1
+    done = assert_one_terminal(events)
+    # under half of the question's terms: the share alone would have refused it before the model
+    assert done.data["relevance"] <= 0.5
+    assert done.data["refused"] is False
+    assert done.data["answer"] == "The server listens on port 8765 by default [1]."
+
+
 def test_model_replying_with_the_refusal_sentence_is_a_refusal(library: Citedocs) -> None:
     with FakeOpenAI([Reply(tokens=[REFUSAL_SENTENCE])]) as server:
         events = run(events_of(library, server))
