@@ -139,13 +139,15 @@ def facts(args: argparse.Namespace) -> None:
         print(
             f"{count:<16} {statistics.fmean(values):>10.3f} {statistics.median(event_chars[count]):>18.0f}{note}"
         )
+    wanted = {c.id for c in cases}
     for run in args.answers:
-        wanted = {c.id for c in cases}
-        rows_ = [r for r in read_jsonl(run / "cases.jsonl") if r["id"] in wanted]
+        answers = [r for r in read_jsonl(run / "cases.jsonl") if r["id"] in wanted]
         recall = [
-            r["metrics"]["key_fact_recall"] for r in rows_ if r["metrics"].get("key_fact_recall") is not None
+            r["metrics"]["key_fact_recall"]
+            for r in answers
+            if r["metrics"].get("key_fact_recall") is not None
         ]
-        chars = [len(r["detail"]["answer"]) for r in rows_ if not r["detail"]["refused"]]
+        chars = [len(r["detail"]["answer"]) for r in answers if not r["detail"]["refused"]]
         print(f"model answers of {run}: facts {statistics.fmean(recall):.3f} over {len(recall)} cases, "
               f"characters P50 {statistics.median(chars):.0f} (answered)")  # fmt: skip
 

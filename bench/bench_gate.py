@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -66,12 +65,13 @@ def main() -> None:
     app.index(source.name)
     if args.mode != "keyword":
         app.wait_for_embeddings()
-        while app.search("warm up", k=3, mode=args.mode).mode != args.mode:  # the embedder loads lazily
-            time.sleep(0.2)
+        assert app.embedder is not None, "no embedder for this index"
+        app.embedder.wait()  # loaded lazily: until then hybrid search answers with keyword results
     passed: dict[str, dict[int, int]] = defaultdict(lambda: dict.fromkeys(COUNTS, 0))
     total: dict[str, int] = defaultdict(int)
     for kind, question in questions(args.corpus):
         result = app.search(question, k=2 * settings.top_k, mode=args.mode)
+        assert result.mode == args.mode, result.note
         hits = passages(result.hits, settings.top_k, overlap=settings.passage_overlap)
         total[kind] += 1
         for count in COUNTS:
