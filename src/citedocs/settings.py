@@ -134,7 +134,7 @@ class Settings(BaseSettings):
     # `evidence_whole` passages whole, then windows of the others' best sentences. 0 (the default) gives it every
     # passage whole: 450 with 1 whole reads 694 tokens (not 1,434) and answers first in 14 s (not 35), but with
     # the 1.5B model faithfulness fell 0.73 -> 0.51 and recall 0.61 -> 0.56 (81 cases); on the gold evidence
-    # sections alone (~730 tokens) it refuses 0.22 of answerable questions (bench/bench_oracle.py)
+    # sections alone (~730 tokens) it refuses 0.22 of answerable questions (bench/studies/bench_oracle.py)
     evidence_tokens: int = Field(default=0, ge=0)
     evidence_whole: int = Field(default=1, ge=0)
     otel_endpoint: str = ""

@@ -34,7 +34,7 @@ DEFAULT_RELEVANCE_THRESHOLD = 0.5
 # Only the first passages count: the gate should pass on what the model will actually read.
 GATE_TOP_N = 5
 # A passage that holds this many of the question's terms passes it at any share. With hybrid top-5 passages
-# (bench/bench_gate.py) the 2 claude-docs questions the share refused, answerable from passages holding 5 of
+# (bench/studies/bench_gate.py) the 2 claude-docs questions the share refused, answerable from passages holding 5 of
 # 10 and 6 of 12 of their terms, pass; of 1,109 SciFact claims (long off-topic sentences) 17 pass instead of
 # 10, of 40 hand-written off-topic questions 1 as before. 6 would pass only one of the two; 4 lets 48 claims in.
 MIN_HELD_TERMS = 5

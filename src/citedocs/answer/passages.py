@@ -5,7 +5,7 @@ Documentation repeats itself: a page saved from HTML holds its markdown and its 
 a paragraph of the reference. On claude-docs, 26 of the 65 answered prompts of a run held a passage whose
 content terms were at least 0.8 covered by one ranked above it, and the model read each of those twice.
 Dropping them (no other passage takes the place) leaves the key facts the model reads as they were (0.908)
-and cuts the prompt from 1,338 to 1,194 tokens (estimated) at the median (`bench/bench_evidence.py facts
+and cuts the prompt from 1,338 to 1,194 tokens (estimated) at the median (`bench/studies/bench_evidence.py facts
 --overlap`, docs/benchmarks.md). The passage ranked higher is kept, so the numbering follows retrieval.
 """
 

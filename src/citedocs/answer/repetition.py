@@ -16,7 +16,7 @@ MIN_UNIT = 3
 MAX_UNIT = 300
 MIN_SPAN = 120
 # how much new text arrives between two checks; all the checks of one answer take 0.05 ms P50, 9 ms for the
-# longest committed answer (bench/bench_repetition.py)
+# longest committed answer (bench/studies/bench_repetition.py)
 CHECK_EVERY = 32
 
 # a list's item numbers: the only digits a loop changes (a table's numbers are its content)

@@ -36,7 +36,7 @@ RESTART_WINDOW_S = 600.0
 _LOG_TAIL_BYTES = 2000
 
 
-# Qwen2.5-Coder-1.5B Q4_K_M, llama.cpp 11434, 2 AMD EPYC cores with AVX-512 VNNI (bench/bench_llama_flags.py):
+# Qwen2.5-Coder-1.5B Q4_K_M, llama.cpp 11434, 2 AMD EPYC cores with AVX-512 VNNI (bench/studies/bench_llama_flags.py):
 # prompts are read at 68-71 tokens/s with repacked weights and 102-109 without, tokens written at 20-22 and
 # 15-17, so an answer (~1,300 prompt tokens, ~70 written) takes ~5 s less without. Other CPUs keep the default.
 REPACK_SLOWER_ON = frozenset({"avx512_vnni"})
