@@ -130,7 +130,7 @@ def test_the_prompt_holds_only_the_evidence_and_documents_stay_data() -> None:
     assert "port 8765" in user and FILLER[0] not in user
     assert user.count(f"{fence}>>>") == 5 and "<<<END SOURCES x" not in user
     # The label names the file, heading and lines, as for whole passages: without the file name the 1.5B model
-    # refused more (docs/benchmarks.md).
+    # refused more (docs/decisions/answers.md).
     assert "<<<SOURCE [1]" in user and "setup.md · Setup > Server · lines" in user.split("\n", 2)[1]
     assert fence not in messages[0]["content"]
 

@@ -106,7 +106,7 @@ class Settings(BaseSettings):
     llm_max_tokens: int = 512
     llm_temperature: float = 0.1
     # silence allowed between streamed bytes; on 2 CPU cores with 4 slots a prompt is read for 60-170 s before
-    # the first token (Locust run, docs/benchmarks.md), so 60 s failed 1 answer in 4
+    # the first token (Locust run, docs/decisions/answers.md), so 60 s failed 1 answer in 4
     llm_read_timeout_s: float = 180.0
     # a pool's slots per endpoint (llama.cpp's --parallel) and its first cooldown after a failure (doubling per
     # consecutive failure, at most 60 s)
@@ -130,7 +130,7 @@ class Settings(BaseSettings):
     # (answer/passages.py), nor listed again by search over MCP, HTTP and the CLI (the next one takes its
     # place, search/distinct.py): 26 of 65 claude-docs prompts held one; 0 keeps every passage
     passage_overlap: float = Field(default=0.8, ge=0.0, le=1.0)
-    # tokens of passage text the model reads (answer/evidence.py; measured in docs/benchmarks.md): the best
+    # tokens of passage text the model reads (answer/evidence.py; measured in docs/decisions/answers.md): the best
     # `evidence_whole` passages whole, then windows of the others' best sentences. 0 (the default) gives it every
     # passage whole: 450 with 1 whole reads 694 tokens (not 1,434) and answers first in 14 s (not 35), but with
     # the 1.5B model faithfulness fell 0.73 -> 0.51 and recall 0.61 -> 0.56 (81 cases); on the gold evidence

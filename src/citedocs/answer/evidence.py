@@ -30,7 +30,7 @@ __all__ = [
     "select_evidence",
 ]
 
-# The measured opt-in (with the best passage whole: 689 prompt tokens P50 on claude-docs): docs/benchmarks.md.
+# The measured opt-in (with the best passage whole: 689 prompt tokens P50 on claude-docs): docs/decisions/answers.md.
 DEFAULT_EVIDENCE_TOKENS = 450
 # Sentences either side of a chosen one: the definition before a list, the condition after a claim.
 WINDOW = 1

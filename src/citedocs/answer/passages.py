@@ -6,7 +6,7 @@ a paragraph of the reference. On claude-docs, 26 of the 65 answered prompts of a
 content terms were at least 0.8 covered by one ranked above it, and the model read each of those twice.
 Dropping them (no other passage takes the place) leaves the key facts the model reads as they were (0.908)
 and cuts the prompt from 1,338 to 1,194 tokens (estimated) at the median (`bench/studies/bench_evidence.py facts
---overlap`, docs/benchmarks.md). The passage ranked higher is kept, so the numbering follows retrieval.
+--overlap`, docs/decisions/answers.md). The passage ranked higher is kept, so the numbering follows retrieval.
 """
 
 from __future__ import annotations

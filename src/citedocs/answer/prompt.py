@@ -10,7 +10,7 @@ The system turn is the same bytes for every request, so llama.cpp's prompt cache
 only their evidence windows, see `evidence`) come next, then the question, and the rules last, where small
 models (Qwen2.5 1.5B) still follow them. The fence token is 14 letters (half the tokens of 16 hex digits) and
 HTML comments are not read (a reader of the page does not see them): 111 fewer tokens at the median of the
-claude-docs prompts, 1,434 to 1,323 (docs/benchmarks.md). Evidence prompts get rules of their own (answer every part, refuse only when no source
+claude-docs prompts, 1,434 to 1,323 (docs/decisions/answers.md). Evidence prompts get rules of their own (answer every part, refuse only when no source
 says anything); whole passages keep the first rules, where those cost recall. Moving the rules into the cached
 system turn was measured: on the same evidence the model refused 5 of 9 answerable claude-docs questions
 instead of 3 (0 with whole passages), and a direct A/B on the refused prompts answered once the rules were back
@@ -135,7 +135,7 @@ def refusal_sentence(language: str) -> str:
 
 # Rule 4 of whole-passage prompts. The partial rule halves wrong refusals of the 1.5B model (0.067-0.100 vs
 # 0.117-0.167 over all 81 claude-docs cases) at a hand-graded faithfulness of 0.71-0.75 vs 0.79-0.84
-# (docs/benchmarks.md); CITEDOCS_ANSWER_PARTIAL=0 keeps the first rule.
+# (docs/decisions/answers.md); CITEDOCS_ANSWER_PARTIAL=0 keeps the first rule.
 _PARTIAL_RULE = (
     "4. If the sources answer only part of the question, answer that part. If no source says anything about it, "
     "reply with exactly this sentence and nothing else: "
@@ -150,7 +150,7 @@ def rules(
 ) -> str:
     """The rules after the question. Whole passages keep the first wording but for rule 4 (`partial`: answer
     the part the sources hold); evidence prompts get the one measured with them (answer every part, refuse
-    only when no source says anything: recall 0.53 vs 0.45 on the same windows, docs/benchmarks.md), which on
+    only when no source says anything: recall 0.53 vs 0.45 on the same windows, docs/decisions/answers.md), which on
     whole passages lost recall (0.47 vs 0.49-0.58)."""
     last = f"[{count}]" if count > 1 else "[1]"
     language_rule = (

@@ -1,7 +1,7 @@
 """The default embedder: the packaged English MiniLM for Latin-script indexes, multilingual e5 for CJK ones.
 
 MiniLM is fast and strong in English but knows no Japanese: on the Japanese Debian manual hybrid search with it
-is *worse* than keyword search, while multilingual-e5-small lifts it above (docs/benchmarks.md, "Japanese"). e5
+is *worse* than keyword search, while multilingual-e5-small lifts it above (docs/decisions/japanese.md). e5
 is ~5× slower per passage, so it is chosen only where it pays: once per index, from the share of CJK letters in
 the first passages to embed, and recorded in the index (`CHOICE_KEY`) so every later process agrees.
 `CITEDOCS_EMBEDDER=local` or `local:e5` forces either.

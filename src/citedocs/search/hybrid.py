@@ -21,7 +21,7 @@ class VectorCache:
     """The index's vectors as one in-memory matrix, rebuilt only when the store's generation moves.
 
     Measured: a numpy matrix-vector product over 10k x 384 float32 takes ~1 ms on 2 cores, so no ANN
-    index is needed at this size (see docs/benchmarks.md).
+    index is needed at this size (see docs/decisions/keyword-search.md).
     """
 
     def __init__(self, store: Store) -> None:

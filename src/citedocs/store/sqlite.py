@@ -1,7 +1,7 @@
 """The SQLite store: one file, WAL, one connection per thread, FTS5 BM25, vectors as BLOBs.
 
 Vectors are ranked in memory (search/hybrid.py keeps them as one numpy matrix): at the sizes one SQLite file
-serves, an exact matrix product is faster than keeping an approximate index fresh (docs/benchmarks.md).
+serves, an exact matrix product is faster than keeping an approximate index fresh (docs/decisions/keyword-search.md).
 """
 
 from __future__ import annotations

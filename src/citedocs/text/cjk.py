@@ -3,7 +3,7 @@
 Japanese text (any text holding kana) is cut by SudachiPy's morphological analyzer (core dictionary, split mode
 C, normalised forms: `削除され` → `削除`, `為る`, `れる`); other CJK runs (Chinese, Korean, or SudachiPy not
 installed) into overlapping character bigrams (`古いログ` → `古い`, `いロ`, `ログ`), which need no dictionary. Measured on
-real Japanese documentation (docs/benchmarks.md, "Japanese"): keyword section recall@5 0.533 (one token per run)
+real Japanese documentation (docs/decisions/japanese.md): keyword section recall@5 0.533 (one token per run)
 → 0.767 with bigrams → 0.900 with SudachiPy. Text is NFKC-normalised first, so full-width `ＡＢＣ１２３` and
 half-width `ｶﾀｶﾅ` meet their usual forms.
 """
