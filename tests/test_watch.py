@@ -22,7 +22,8 @@ from citedocs.settings import Settings
 from citedocs.sources.folders import editor_temp_file
 
 DEBOUNCE_MS = 100
-BOUND_S = 5.0  # debounce + indexing, on a shared 2-core machine; the measured P50 is in docs/decisions/watching.md
+# debounce + indexing, on a shared 2-core machine; the measured P50 is in docs/decisions/watching.md
+BOUND_S = 5.0
 
 
 def settings(tmp_path: Path, **extra: Any) -> Settings:
