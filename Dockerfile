@@ -21,6 +21,7 @@ COPY --from=build /opt/venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     CITEDOCS_HOST=0.0.0.0 \
+    CITEDOCS_AUTH=tokens \
     CITEDOCS_PORT=8765 \
     CITEDOCS_DB=/var/lib/citedocs/index.sqlite3
 USER citedocs

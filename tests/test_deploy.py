@@ -368,8 +368,9 @@ def replica(env: dict[str, str], log: Path) -> Iterator[str]:
     )
 
 
-def top_path(url: str, query: str) -> str:
-    found = httpx.post(f"{url}/search", json={"query": query}, timeout=30)
+def top_path(url: str, query: str, token: str) -> str:
+    found = httpx.post(f"{url}/search", json={"query": query}, timeout=30,
+                       headers={"Authorization": f"Bearer {token}"})  # fmt: skip
     assert found.status_code == 200, found.text
     hits = found.json()["hits"]
     return str(hits[0]["path"]) if hits else ""
@@ -391,19 +392,25 @@ def test_index_job_then_two_replicas_on_one_database(backend_db: str, tmp_path: 
     [folder] = json.loads(listed.stdout)
     assert (folder["path"], folder["docs"], folder["status"]) == (str(docs.resolve()), 1, "ready")
 
+    # the image asks every request for a token; one made against the shared database works on every replica
+    made = subprocess.run(["citedocs", "token", "create", "deploy", "--scope", "ask", "--json"], env=index_env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    token = json.loads(made.stdout)["token"]
     env_1, env_2 = (container_env(name, backend_db, tmp_path) for name in ("api-1", "api-2"))
     assert healthcheck(env_1) != 0, "the healthcheck passed with nothing listening"
     with replica(env_1, tmp_path / "api-1.log") as url_1, replica(env_2, tmp_path / "api-2.log") as url_2:
         for env, url in ((env_1, url_1), (env_2, url_2)):
             assert healthcheck(env) == 0
+            accept = {"Accept": "application/json, text/event-stream"}
+            assert httpx.post(f"{url}/mcp/", json=INITIALIZE, timeout=30, headers=accept).status_code == 401
             mcp = httpx.post(f"{url}/mcp/", json=INITIALIZE, timeout=30,
-                             headers={"Accept": "application/json, text/event-stream"})  # fmt: skip
+                             headers={**accept, "Authorization": f"Bearer {token}"})  # fmt: skip
             assert mcp.status_code == 200, mcp.text
-            assert top_path(url, "backups rotate").endswith("runbook.md")
+            assert top_path(url, "backups rotate", token).endswith("runbook.md")
         # the documents change and the index job runs again: both running replicas see it, no restart
         (docs / "tls.md").write_text(
             "# Certificates\n\nCertificates renew thirty days early.\n", encoding="utf-8"
         )
         run_index_job(docs, index_env, tmp_path)
-        assert top_path(url_1, "certificates renew").endswith("tls.md")
-        assert top_path(url_2, "certificates renew").endswith("tls.md")
+        assert top_path(url_1, "certificates renew", token).endswith("tls.md")
+        assert top_path(url_2, "certificates renew", token).endswith("tls.md")

@@ -8,7 +8,10 @@ errors in `mcp/shapes.py`); `tests/test_errors.py` checks that every class has b
     ├── StoreError                    the index cannot be opened or is inconsistent
     ├── NotFoundError                 not registered, not indexed
     ├── AccessDenied                  outside what the user registered
-    │   └── UnsafeURLError            (also a FetchError) refused by the SSRF guard
+    │   ├── UnsafeURLError            (also a FetchError) refused by the SSRF guard
+    │   └── PermissionDenied          a token whose scope does not cover the request
+    ├── AuthRequired                  no token, or one that is unknown, expired or revoked
+    ├── RateLimited                   a token asked for more answers than its rate allows
     ├── ParseError                    a file could not be turned into text
     ├── FetchError                    a remote page could not be fetched
     │   └── UnsafeURLError
@@ -54,6 +57,22 @@ class NotFoundError(CitedocsError):
 
 class AccessDenied(CitedocsError):
     """A path or URL outside what the user registered."""
+
+
+class PermissionDenied(AccessDenied):
+    """A token whose scope does not cover the request (search, ask or admin)."""
+
+
+class AuthRequired(CitedocsError):
+    """A shared server was asked without a valid token."""
+
+
+class RateLimited(CitedocsError):
+    """Too many answers for one token; `retry_after_s` says when to try again."""
+
+    def __init__(self, message: str, hint: str = "", *, retry_after_s: int = 1) -> None:
+        super().__init__(message, hint)
+        self.retry_after_s = retry_after_s
 
 
 class ParseError(CitedocsError):

@@ -26,9 +26,24 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from citedocs.errors import ConfigError
 from citedocs.settings import Settings
 
-__all__ = ["bind", "serve"]
+__all__ = ["bind", "refuse_open_without_auth", "serve"]
 
 GRACEFUL_SHUTDOWN_S = 5  # open streams (SSE answers, MCP GET streams) get this long after SIGTERM
+
+
+LOOPBACK_BINDS = ("127.0.0.1", "localhost", "::1")
+
+
+def refuse_open_without_auth(host: str, auth: str, no_auth: bool) -> None:
+    """Serving other machines without tokens must be said on purpose: anyone who reaches the port could read
+    every document and change the registry."""
+    if host not in LOOPBACK_BINDS and not host.startswith("127.") and auth == "none" and not no_auth:
+        raise ConfigError(
+            f"Refusing to serve {host} without authentication: every machine that reaches the port could read "
+            "and change the index.",
+            "Turn tokens on with `--auth tokens` (or CITEDOCS_AUTH=tokens; see docs/teams.md), or pass "
+            "`--no-auth` to serve everyone on purpose.",
+        )
 
 
 def bind(host: str, port: int) -> socket.socket:

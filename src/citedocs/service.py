@@ -8,16 +8,18 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from citedocs import access
 from citedocs.embed.auto import CHOICE_KEY, choice_from_fingerprint
 from citedocs.embed.blob import FINGERPRINT_KEY
 from citedocs.embed.factory import make_embedder
 from citedocs.embed.lazy import LazyEmbedder
-from citedocs.errors import AccessDenied, InputError, NotFoundError
+from citedocs.errors import AccessDenied, AuthRequired, InputError, NotFoundError
 from citedocs.index.embedding import EmbedProgress
 from citedocs.index.folders import IndexProgress, ProgressCallback
 from citedocs.index.jobs import IndexJobs
@@ -30,6 +32,7 @@ from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle
 from citedocs.sources.folders import system_folder_problem
 from citedocs.store import Source, Store, open_store
+from citedocs.store.tokens import StoredToken, TokenTable
 from citedocs.text import cjk
 
 if TYPE_CHECKING:
@@ -161,7 +164,7 @@ class Citedocs:
             except (OSError, RuntimeError):
                 resolved = name_or_path
             source = self.store.find_source(resolved)
-        if source is None:
+        if source is None or not access.current().sees(source.name):  # an unseen source is an unknown one
             raise NotFoundError(
                 f"{name_or_path} is not a registered folder or site.",
                 "Run `citedocs list` to see what is registered.",
@@ -182,7 +185,7 @@ class Citedocs:
 
     def list_sources(self, kind: str | None = None) -> list[SourceInfo]:
         out = []
-        for s in self.store.list_sources(kind):  # type: ignore[arg-type]
+        for s in self._visible(self.store.list_sources(kind)):  # type: ignore[arg-type]
             counts = self.store.counts(s.id)
             out.append(SourceInfo(s.kind, s.name, s.uri, s.status, counts["indexed"], counts["chunks"],
                                   counts["failed"], s.last_indexed, s.last_error, s.options))  # fmt: skip
@@ -235,7 +238,7 @@ class Citedocs:
                          "total": job.total, "done": job.done, "failed": job.failed, "current": job.current,
                          "message": job.message, "started": job.started, "finished": job.finished})  # fmt: skip
         have, total = self.store.vector_counts()
-        return {
+        status = {
             "db": self.store.path,
             "embedder": {
                 "name": None if self.embedder is None else self.embedder.name,
@@ -251,6 +254,29 @@ class Citedocs:
             "watch": self.watch_status(),
             "ocr": ocr_status(self.store, self.settings),
             "keyword_index": self.engine.keyword.status(),
+        }
+        return status if access.current().sources is None else self._status_seen(status)
+
+    def _status_seen(self, status: dict[str, Any]) -> dict[str, Any]:
+        """`status` cut to what a token limited to some sources may know: their counts, jobs, failures and
+        watchers, and no other source's name, path or size."""
+        seen = self._visible(self.store.list_sources())
+        ids = {s.id for s in seen}
+        totals: dict[str, int] = {}
+        for s in seen:
+            for key, value in self.store.counts(s.id).items():
+                totals[key] = totals.get(key, 0) + value
+        names = {s.name for s in seen}
+        failures = [{"path": p, "reason": r} for s in seen for p, r in self.store.failed_documents(s.id)]
+        return {
+            **status,
+            "db": None,
+            "totals": totals,
+            "sources": [s for s in status["sources"] if s["name"] in names],
+            "jobs": [j for j in status["jobs"] if j["source_id"] in ids],
+            "failures": failures,
+            "watch": [w for w in status["watch"] if w.get("source") in names],
+            "embedder": {**status["embedder"], "vectors": None, "chunks": totals.get("chunks")},
         }
 
     def file_types(self) -> dict[str, int]:
@@ -274,7 +300,9 @@ class Citedocs:
         a passage that repeats one ranked above it (`settings.passage_overlap`) and ranks the next in its place;
         evaluations and the answer service take the raw ranking."""
         self._ensure_link_documents()
-        source_ids = [self.find_source(source).id] if source else None
+        source_ids = [self.find_source(source).id] if source else self._visible_ids()
+        if source_ids == []:  # a token that sees no source finds nothing (an empty filter is not "all")
+            return SearchResult(query=query, mode=mode or self.settings.search_mode, hits=[])
         k = self.settings.top_k if k is None else k
         overlap = self.settings.passage_overlap if distinct else 0.0
         asked = min(MAX_K, 2 * k) if overlap > 0 and 1 <= k <= MAX_K else k
@@ -282,6 +310,9 @@ class Citedocs:
                                     wait_for_model=wait_for_model)  # fmt: skip
         if asked != k:
             result.hits = distinct_hits(result.hits, k, overlap)
+        if access.current().sources is not None:  # link documents of unseen sites, had any slipped through
+            result.hits = [h for h in result.hits if access.current().sees(h.source)]
+        access.note(query, (h.source for h in result.hits))
         if needs_reanalysis(self.store):
             result.note = f"{result.note} {STALE_NOTE}" if result.note else STALE_NOTE
         return result
@@ -296,7 +327,7 @@ class Citedocs:
 
     def find_similar(self, path: str, k: int = 5) -> SearchResult:
         """Files most like the given one (inside a registered folder)."""
-        resolved, opened = open_registered(self.store, path)
+        resolved, opened = open_registered(self.store, path, self._visible)
         os.close(opened.fd)
         found = self.store.document_by_path(str(resolved))
         if found is None or found[0].id is None:
@@ -305,7 +336,10 @@ class Citedocs:
                 for s in self.store.list_sources("folder")
             )
             raise not_indexed_error(path, indexing=indexing)
-        return self.engine.similar(found[0].id, str(resolved), k)
+        result = self.engine.similar(found[0].id, str(resolved), k)
+        if access.current().sources is not None:
+            result.hits = [h for h in result.hits if access.current().sees(h.source)]
+        return result
 
     # -- answers ----------------------------------------------------------------------------------
     def answer_service(
@@ -372,4 +406,55 @@ class Citedocs:
     # -- reading ----------------------------------------------------------------------------------
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ReadResult:
         """Lines of a file's text, read from the descriptor that was opened and checked inside the folder."""
-        return read_lines(self.store, self.settings, path, start_line, end_line)
+        return read_lines(self.store, self.settings, path, start_line, end_line, self._visible)
+
+    # -- who may see what -------------------------------------------------------------------------
+    def _visible(self, sources: Sequence[Source]) -> list[Source]:
+        """The sources the current principal may see (all of them for local use)."""
+        who = access.current()
+        return list(sources) if who.sources is None else [s for s in sources if who.sees(s.name)]
+
+    def _visible_ids(self) -> list[int] | None:
+        if access.current().sources is None:
+            return None
+        return [s.id for s in self._visible(self.store.list_sources())]
+
+    # -- tokens -----------------------------------------------------------------------------------
+    @property
+    def tokens(self) -> TokenTable:
+        return TokenTable(self.store)
+
+    def create_token(
+        self, name: str, scope: access.Scope, sources: Sequence[str] = (), expires_days: float | None = None
+    ) -> tuple[str, StoredToken]:
+        """A new token: the secret (shown once, never stored) and its record. `sources` (names or folder
+        paths) limit what it sees; none means every source."""
+        access.require("admin")
+        if scope not in access.SCOPES:
+            raise InputError(f"{scope!r} is not a scope.", "Use search, ask or admin.")
+        names = sorted({self.find_source(s).name for s in sources}) if sources else None
+        if expires_days is not None and expires_days <= 0:
+            raise InputError("--expires must be a positive number of days.", "Leave it out for no expiry.")
+        expires = None if expires_days is None else time.time() + expires_days * 86400
+        secret = access.new_secret()
+        record = self.tokens.add(access.valid_name(name), access.hash_secret(secret), scope, names, expires)
+        return secret, record
+
+    def list_tokens(self) -> list[StoredToken]:
+        access.require("admin")
+        return self.tokens.list()
+
+    def revoke_token(self, name: str) -> StoredToken:
+        access.require("admin")
+        return self.tokens.revoke(name)
+
+    def authenticate(self, secret: str) -> access.Principal:
+        """The principal a bearer secret stands for; unknown, expired and revoked tokens are refused alike."""
+        found = self.tokens.by_hash(access.hash_secret(secret)) if secret.startswith(access.TOKEN_PREFIX) else None
+        if found is None or not found.usable(time.time()):
+            raise AuthRequired(
+                "The token is not valid here (unknown, expired or revoked).",
+                "Send `Authorization: Bearer <token>` with a token from `citedocs token create`.",
+            )
+        sources = None if found.sources is None else frozenset(found.sources)
+        return access.Principal(found.name, found.scope, sources)  # type: ignore[arg-type]

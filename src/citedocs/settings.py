@@ -167,6 +167,11 @@ class Settings(BaseSettings):
     # whether the web page and its routes may add, remove and reindex sources: unset (the default) allows it
     # only when the server is bound to a loopback address; `serve --read-only` sets it true
     read_only: bool | None = None
+    # who may use a shared server (docs/teams.md): "none" serves anyone who reaches the port (loopback only,
+    # unless `serve --no-auth`); "tokens" asks every request for a token from `citedocs token create`
+    auth: Literal["none", "tokens"] = "none"
+    # answers one token may ask per minute (429 with Retry-After beyond it); 0 means no limit
+    auth_answers_per_minute: int = Field(default=30, ge=0)
 
     # folder watching while `serve` or `mcp` runs (index/watch.py, docs/watching.md): a changed file is
     # indexed once its size and mtime have held still for watch_debounce_ms; a batch of more than

@@ -25,6 +25,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from citedocs import __version__
 from citedocs.answer.retriever import Retriever
 from citedocs.answer.service import MAX_QUESTION_CHARS, AnswerFailed, PreparedAnswer
+from citedocs.api.auth import (
+    COOKIE,
+    METADATA_PATH,
+    AnswerQuota,
+    TokenAuth,
+    audit_to_stderr,
+    protected_resource,
+)
 from citedocs.api.errors import ApiError, api_error, install_error_handlers
 from citedocs.api.guard import HostGuard, allowed_hosts, allowed_origins
 from citedocs.api.limits import MAX_BODY_BYTES, AnswerSlots, BodyLimitMiddleware, error_envelope
@@ -212,6 +220,35 @@ async def stats(state: StateDep) -> dict[str, Any]:
             "model": {"name": state.model.label(), "state": state.model.state}}  # fmt: skip
 
 
+class SessionRequest(_Question):
+    token: str = Field(min_length=1, max_length=200)
+
+
+@router.post("/auth/session")
+async def start_session(body: SessionRequest, state: StateDep) -> JSONResponse:
+    """The page's sign-in: a valid token becomes an HttpOnly, SameSite=Strict session cookie (no CSRF: no
+    other site's page can send it, and the Origin check refuses foreign pages)."""
+    principal = await anyio.to_thread.run_sync(state.app.authenticate, body.token)
+    response = JSONResponse({"success": True, "data": {"token": principal.name, "scope": principal.scope,
+                             "sources": None if principal.sources is None else sorted(principal.sources)},
+                             "error": None})  # fmt: skip
+    response.set_cookie(COOKIE, body.token, httponly=True, samesite="strict", path="/")
+    return response
+
+
+@router.delete("/auth/session")
+async def end_session() -> JSONResponse:
+    response = JSONResponse({"success": True, "data": None, "error": None})
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    return response
+
+
+@router.get(METADATA_PATH, include_in_schema=False)
+@router.get(METADATA_PATH + "/mcp", include_in_schema=False)
+async def resource_metadata(request: Request) -> dict[str, Any]:
+    return protected_resource(f"{request.url.scheme}://{request.headers.get('host', '127.0.0.1')}")
+
+
 @router.get("/", include_in_schema=False)
 async def page() -> FileResponse:
     return FileResponse(STATIC_DIR / "index.html", media_type="text/html; charset=utf-8")
@@ -267,6 +304,10 @@ def create_app(
     install_error_handlers(api, {**VALIDATION_HINTS, **SOURCE_HINTS, "/read": READ_HINT})
     api.add_middleware(BodyLimitMiddleware, limit=MAX_BODY_BYTES, exempt=tuple(mounts))
     api.add_middleware(BareMountPaths, paths=tuple(mounts))
+    if settings.auth == "tokens":
+        audit_to_stderr()
+        api.add_middleware(TokenAuth, authenticate=library.authenticate,
+                           quota=AnswerQuota(settings.auth_answers_per_minute))  # fmt: skip
     hosts = list(hosts) if hosts is not None else allowed_hosts(settings.mcp_allowed_hosts)
     api.add_middleware(HostGuard, hosts=hosts, origins=allowed_origins(hosts) if origins is None else origins)
     return api

@@ -21,6 +21,7 @@ from citedocs.api.limits import BodyTooLarge, error_envelope
 from citedocs.errors import (
     AccessDenied,
     AnswerFailed,
+    AuthRequired,
     CitedocsError,
     ConfigError,
     EmbedderError,
@@ -31,6 +32,8 @@ from citedocs.errors import (
     ModelMismatchError,
     NotFoundError,
     ParseError,
+    PermissionDenied,
+    RateLimited,
     RetrievalToolError,
     StoreError,
     UnsafeURLError,
@@ -47,6 +50,9 @@ HTTP_STATUS: Mapping[type[CitedocsError], tuple[int, str]] = {
     NotFoundError: (404, "not_found"),
     AccessDenied: (403, "access_denied"),
     UnsafeURLError: (403, "unsafe_url"),
+    PermissionDenied: (403, "scope_denied"),
+    AuthRequired: (401, "auth_required"),
+    RateLimited: (429, "rate_limited"),
     ParseError: (422, "unparseable"),
     FetchError: (502, "fetch_failed"),
     EmbedderError: (503, "embedder_unavailable"),
@@ -98,8 +104,9 @@ def install_error_handlers(app: FastAPI, validation_hints: Mapping[str, str]) ->
         error = api_error(exc)
         if error.status_code >= 500:
             log.warning("%s %s: %s", request.method, request.url.path, exc)
+        headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, RateLimited) else None
         return JSONResponse(
-            error_envelope(error.code, error.message, error.hint), status_code=error.status_code
+            error_envelope(error.code, error.message, error.hint), status_code=error.status_code, headers=headers
         )
 
     @app.exception_handler(RequestValidationError)

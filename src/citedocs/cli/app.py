@@ -461,10 +461,12 @@ def _register_subcommands() -> None:
     from citedocs.cli.model import register as register_model
     from citedocs.cli.servers import register as register_servers
     from citedocs.cli.sites import register as register_sites
+    from citedocs.cli.tokens import register as register_tokens
 
     register_servers(app)
     register_sites(app)
     register_model(app)
+    register_tokens(app)
     app.add_typer(eval_app, name="eval")
     app.add_typer(bench_app, name="bench")
 

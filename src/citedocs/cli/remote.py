@@ -109,13 +109,15 @@ def search(db_path: Path | None, payload: dict[str, Any]) -> ServerReply | None:
     if url is None:
         return None
     reply = post(url, "/search", {key: value for key, value in payload.items() if value is not None})
-    if reply is None or (
-        reply.status in (403, 421) and "Host" in str((reply.error or {}).get("message", ""))
+    if (
+        reply is None
+        or reply.status == 401
+        or (reply.status in (403, 421) and "Host" in str((reply.error or {}).get("message", "")))
     ):
-        return None
+        return None  # 401: a server with tokens; this process, which can open the index, searches by itself
     return reply
 
 
 def exit_code(status: int) -> int:
     """The CLI's exit code (cli/common.py's EXIT_*) for an error the server answered with `status`."""
-    return {404: 3, 403: 4, 422: 1}.get(status, 5 if status >= 500 else 1)
+    return {404: 3, 401: 4, 403: 4, 422: 1, 429: 5}.get(status, 5 if status >= 500 else 1)

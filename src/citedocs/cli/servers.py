@@ -32,6 +32,15 @@ def serve(
             "--read-only", help="MCP without registry-changing tools; the page cannot change sources."
         ),
     ] = False,
+    auth: Annotated[
+        str | None,
+        typer.Option(
+            "--auth", help="tokens: every request needs a token (citedocs token create); none: anyone."
+        ),
+    ] = None,
+    no_auth: Annotated[
+        bool, typer.Option("--no-auth", help="Serve a non-loopback address without tokens, on purpose.")
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """HTTP API (/ask, /search, /healthz, /stats), MCP at /mcp and the web page at /."""
@@ -42,7 +51,7 @@ def serve(
     from citedocs.cli.common import exit_code_for
     from citedocs.cli.remote import announce
     from citedocs.errors import CitedocsError
-    from citedocs.httpd import bind, serve
+    from citedocs.httpd import bind, refuse_open_without_auth, serve
     from citedocs.httpd import stop_normally_on_signals as stop_normally
     from citedocs.mcp import http_app
     from citedocs.service import Citedocs
@@ -53,7 +62,13 @@ def serve(
                                            "port": settings.port if port is None else port})  # fmt: skip
     if read_only:
         settings = settings.model_copy(update={"read_only": True})
+    if auth is not None:
+        if auth not in ("none", "tokens"):
+            console.print(f"[red]error:[/red] --auth must be tokens or none, not {auth!r}.", soft_wrap=True)
+            raise typer.Exit(2)
+        settings = settings.model_copy(update={"auth": auth})
     try:
+        refuse_open_without_auth(settings.host, settings.auth, no_auth)
         sock = bind(settings.host, settings.port)
     except CitedocsError as exc:  # one line, whatever the terminal's width
         console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
@@ -84,8 +99,9 @@ def serve(
         local = "127.0.0.1" if settings.host in LOOPBACK_OR_ANY else shown
         sqlite_db = None if settings.db.startswith(("postgresql://", "postgres://")) else settings.db_path
         with announce(sqlite_db, f"http://{local}:{bound}"):  # CLI calls on this index then ask this server
+            guarded = " with tokens" if settings.auth == "tokens" else ""
             serve(api, sock, settings, on_ready=lambda: console.print(
-                f"citedocs serving http://{shown}:{bound}/ (MCP at /mcp)", soft_wrap=True))  # fmt: skip
+                f"citedocs serving http://{shown}:{bound}/ (MCP at /mcp){guarded}", soft_wrap=True))  # fmt: skip
     finally:
         library.close()  # waits for a model load or background job still running
         sock.close()

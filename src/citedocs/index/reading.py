@@ -9,6 +9,7 @@ a file swapped for a symlink between the check and the read is refused, not foll
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from citedocs.parsers import parse_bytes
 from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle, Opened, read_capped
 from citedocs.sources.folders import open_confined
-from citedocs.store import Store
+from citedocs.store import Source, Store
 
 
 @dataclass(slots=True)
@@ -32,24 +33,32 @@ class ReadResult:
     format: str | None = None
 
 
-def open_registered(store: Store, path: str) -> tuple[Path, Opened]:
-    """The real path and the open descriptor of a regular file inside a registered folder; the caller closes
-    the descriptor."""
+def open_registered(
+    store: Store, path: str, visible: Callable[[list[Source]], list[Source]] | None = None
+) -> tuple[Path, Opened]:
+    """The real path and the open descriptor of a regular file inside a registered folder (one of those
+    `visible` keeps, for a token limited to some sources); the caller closes the descriptor."""
 
     def pin(folder: Path) -> FolderHandle:
         source = store.find_source(str(folder))
         return FolderHandle.pin(folder) if source is None else pin_source(store, source)
 
-    folders = [Path(s.uri) for s in store.list_sources("folder")]
+    registered = store.list_sources("folder")
+    folders = [Path(s.uri) for s in (visible(registered) if visible else registered)]
     folder, opened = open_confined(path, folders, pin)
     return folder.joinpath(*opened.rel_parts), opened
 
 
 def read_lines(
-    store: Store, settings: Settings, path: str, start_line: int | None = None, end_line: int | None = None
+    store: Store,
+    settings: Settings,
+    path: str,
+    start_line: int | None = None,
+    end_line: int | None = None,
+    visible: Callable[[list[Source]], list[Source]] | None = None,
 ) -> ReadResult:
     """Lines `start_line`..`end_line` (1-based, inclusive; all by default) of a registered file's text."""
-    resolved, opened = open_registered(store, path)
+    resolved, opened = open_registered(store, path, visible)
     max_bytes = int(settings.max_file_mb * 1_048_576)
     try:
         data = read_capped(opened, max_bytes, resolved.name)

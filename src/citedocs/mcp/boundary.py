@@ -18,7 +18,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 from pydantic import ValidationError
 
+from citedocs import access
 from citedocs.errors import CitedocsError
+from citedocs.mcp.handshake import MUTATING_TOOLS
 from citedocs.mcp.shapes import tool_message
 
 __all__ = ["CitedocsMCPServer", "model_fixable"]
@@ -75,11 +77,37 @@ def argument_problem(exc: ValidationError) -> str:
     )
 
 
+def _caller(context: Any) -> tuple[access.Principal, Any]:
+    """Who called, from the HTTP request the tool call came in (set by api/auth.py); the machine's owner over
+    stdio or a server without auth. Read per call: the session's task may run in another request's context."""
+    request = getattr(getattr(context, "_request_context", None), "request", None)
+    state = getattr(request, "scope", {}).get("state", {}) if request is not None else {}
+    if "citedocs.principal" not in state:  # stdio, or a server without auth
+        return access.OWNER, None
+    principal = state["citedocs.principal"]
+    return (principal if isinstance(principal, access.Principal) else access.ANONYMOUS), state.get(
+        "citedocs.quota"
+    )
+
+
+def tool_scope(name: str) -> access.Scope:
+    return "ask" if name == "ask" else "admin" if name in MUTATING_TOOLS else "search"
+
+
 class CitedocsMCPServer(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        """Arguments that fail validation are a tool error in plain words, not pydantic's text and URL."""
+        """Arguments that fail validation are a tool error in plain words, not pydantic's text and URL; a
+        token's scope is checked per tool, and the call runs as that token (its sources only)."""
+        principal, quota = _caller(context)
         try:
-            return await super().call_tool(name, arguments, context)
+            access.require(tool_scope(name), principal)
+            if name == "ask" and quota is not None:
+                quota.take(principal)
+        except CitedocsError as exc:
+            raise ToolError(tool_message(exc)) from exc
+        try:
+            with access.acting_as(principal):
+                return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):

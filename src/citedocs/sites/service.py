@@ -18,6 +18,7 @@ from contextlib import suppress
 from dataclasses import astuple, replace
 from typing import Any
 
+from citedocs import access
 from citedocs.errors import CitedocsError, FetchError, InputError, NotFoundError
 from citedocs.hits import LINK_FORMAT
 from citedocs.settings import Settings
@@ -158,7 +159,8 @@ class SiteService:
     def list(self) -> list[SiteInfo]:
         self._seed_defaults()
         counts = self.tables.counts()
-        return [self._info(s, counts) for s in self.store.list_sources("site")]
+        who = access.current()
+        return [self._info(s, counts) for s in self.store.list_sources("site") if who.sees(s.name)]
 
     def home(self) -> dict[str, Any]:
         """What an agent reads first: the sites and how to search and read them."""
@@ -188,13 +190,16 @@ class SiteService:
             )
         if not query.strip():
             raise InputError("The query is empty.", "Type some words to search for.")
+        who = access.current()
+        if source is not None and not who.sees(source):
+            self._site(source)  # refused exactly as an unknown site is
         self._sync(source)
         if not self._indexed:
             return []
         hits: builtins.list[SiteHit] = []
         seen: set[str] = set()
         for hit in self.index.search(query, source=source, k=min(MAX_K, 2 * k)):
-            if hit.url not in seen and len(hits) < k:
+            if hit.url not in seen and len(hits) < k and who.sees(hit.source):
                 seen.add(hit.url)
                 hits.append(SiteHit(*astuple(hit)))
         return hits
@@ -203,7 +208,10 @@ class SiteService:
     def fetch(self, url: str) -> FetchedPage:
         """A page as markdown, if a registered llms.txt lists it or it lies under a site's directory."""
         self._seed_defaults()
-        return self.pages.fetch(url)
+        page = self.pages.fetch(url)
+        if not access.current().sees(page.source):
+            raise NotFoundError(f"{url} is not a page of a registered site.", "Run search_docs to find pages.")
+        return page
 
     def prefetch(
         self,
@@ -245,7 +253,7 @@ class SiteService:
 
     def _site(self, name: str) -> Source:
         source = self.store.find_source(name)
-        if source is None or source.kind != "site":
+        if source is None or source.kind != "site" or not access.current().sees(source.name):
             raise NotFoundError(
                 f"No documentation site named '{name}'.",
                 "Run `citedocs sites` to see the registered sites, or `citedocs add-site NAME URL` to add one.",

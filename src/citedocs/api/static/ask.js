@@ -1,7 +1,7 @@
 // Ask: POST /ask as server-sent events (sources, evidence?, token*, done | error), read with fetch streams.
 // After `done`, the answer is drawn from `done.sentences`: each sentence with the citations the checker
 // kept, and the ones no passage supports marked "unverified".
-import { $, el, fileName, setNote, whereText } from "./dom.js";
+import { $, el, fileName, setNote, signIn, whereText } from "./dom.js";
 import { openInContext } from "./reader.js";
 
 const CITATION = /\s*\[(?:(?:sources?|refs?|ref\.)\s*)?(\d{1,4}(?:\s*(?:,|-|–|and)\s*\d{1,4})*)\]/gi;
@@ -296,7 +296,7 @@ function reset() {
   notice("");
 }
 
-async function ask(question) {
+async function ask(question, retried = false) {
   controller = new AbortController();
   const state = { text: "", finished: false };
   $("ask").disabled = true;
@@ -309,6 +309,10 @@ async function ask(question) {
       body: JSON.stringify({ question }),
       signal: controller.signal,
     });
+    if (response.status === 401 && !retried && await signIn()) {
+      controller = null;
+      return ask(question, true);
+    }
     if (!response.ok) {
       await failed(response);
       return;

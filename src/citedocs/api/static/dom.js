@@ -31,8 +31,25 @@ export class ApiFailure extends Error {
   }
 }
 
+// A shared server (CITEDOCS_AUTH=tokens) answers 401 until the page holds a session: ask for a token once,
+// trade it for an HttpOnly session cookie, and tell the caller to try again. The token is not kept by the page.
+let signingIn = null;
+export function signIn() {
+  if (!signingIn) {
+    signingIn = (async () => {
+      const token = window.prompt("This citedocs server needs a token. Paste the token an administrator gave you (citedocs token create):");
+      if (!token) return false;
+      const response = await fetch("/auth/session", {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ token: token.trim() }),
+      });
+      return response.ok;
+    })().finally(() => { signingIn = null; });
+  }
+  return signingIn;
+}
+
 // JSON from a route; an error envelope becomes an ApiFailure whose text says what to do next.
-export async function api(path, options = {}) {
+export async function api(path, options = {}, retried = false) {
   const init = { headers: { Accept: "application/json" }, ...options };
   if (options.json !== undefined) {
     init.method = init.method || "POST";
@@ -49,6 +66,7 @@ export async function api(path, options = {}) {
   }
   let body = null;
   try { body = await response.json(); } catch (_) { body = null; }
+  if (response.status === 401 && !retried && await signIn()) return api(path, options, true);
   if (!response.ok) {
     const error = (body && body.error) || { message: "The server answered HTTP " + response.status + "." };
     throw new ApiFailure(response.status, error);
