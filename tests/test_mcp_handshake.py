@@ -70,7 +70,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def process_env(index: Path) -> dict[str, str]:
     return {**os.environ, "CITEDOCS_DB": str(index / "index.sqlite3"), "CITEDOCS_EMBEDDER": "none",
-            "CITEDOCS_WATCH": "false", "CITEDOCS_MODELS_DIR": str(index / "models")}  # fmt: skip
+            "CITEDOCS_WATCH": "false", "CITEDOCS_LLM_MODELS_DIR": str(index / "models")}  # fmt: skip
 
 
 def exchange(index: Path, messages: list[dict[str, Any] | bytes], *args: str) -> list[dict[str, Any]]:
@@ -89,7 +89,7 @@ def oracle(
     from citedocs.settings import Settings
 
     app = Citedocs(Settings(db=str(index / "index.sqlite3"), embedder="none", watch=False,
-                            models_dir=str(index / "models")))  # fmt: skip
+                            llm_models_dir=str(index / "models")))  # fmt: skip
     try:
         return sdk_replies(app, messages, read_only=read_only)
     finally:

@@ -5,7 +5,7 @@ The socket is bound before anything is printed, so a busy port is one error line
 accepted; 1,100 half-sent requests were all still held after 11 s), so the h11 protocol here arms one deadline
 per request: the head must arrive within `http_header_timeout_s` of the connection opening (or of the last
 response), the body within `http_body_timeout_s` of the head. A late head closes the connection; a late body
-gets 408. `http_max_connections` caps open connections (uvicorn answers 503 beyond it).
+gets 408. `MAX_CONNECTIONS` caps open connections (uvicorn answers 503 beyond it).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from citedocs.settings import Settings
 
 __all__ = ["bind", "serve"]
 
+MAX_CONNECTIONS = 256  # open connections beyond this get 503
 GRACEFUL_SHUTDOWN_S = 5  # open streams (SSE answers, MCP GET streams) get this long after SIGTERM
 
 
@@ -115,8 +116,11 @@ class DeadlineH11Protocol(H11Protocol):
 
 
 def _protocol_for(settings: Settings) -> type[DeadlineH11Protocol]:
-    return type("DeadlineH11", (DeadlineH11Protocol,), {
-        "header_timeout_s": settings.http_header_timeout_s, "body_timeout_s": settings.http_body_timeout_s})  # fmt: skip
+    limits = {
+        "header_timeout_s": settings.http_header_timeout_s,
+        "body_timeout_s": settings.http_body_timeout_s,
+    }
+    return type("DeadlineH11", (DeadlineH11Protocol,), limits)
 
 
 class _Server(uvicorn.Server):
@@ -147,6 +151,6 @@ def serve(asgi: Any, sock: socket.socket, settings: Settings, on_ready: Callable
     """Serve `asgi` on the bound `sock` until SIGTERM or Ctrl-C; `on_ready` runs once it accepts."""
     config = uvicorn.Config(
         asgi, http=_protocol_for(settings), lifespan="on", log_level="warning",
-        limit_concurrency=settings.http_max_connections, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        limit_concurrency=MAX_CONNECTIONS, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )  # fmt: skip
     _Server(config, on_ready).run(sockets=[sock])
