@@ -147,7 +147,10 @@ class Settings(BaseSettings):
         default=False, description="Register the default llms.txt sites on first run."
     )
     page_cache_size: int = Field(
-        default=256, ge=1, description="Fetched site pages kept in memory.", json_schema_extra=OPERATOR
+        default=256,
+        ge=0,
+        description="Fetched site pages kept in memory (0: no limit).",
+        json_schema_extra=OPERATOR,
     )
     ask_fetch_pages: int = Field(
         default=5,
