@@ -63,7 +63,8 @@ def test_code_passing_a_retired_setting_is_an_error_naming_the_replacement() -> 
 def test_the_command_prints_one_warning_line_and_goes_on(tmp_path: Path) -> None:
     env = {**os.environ, "CITEDOCS_DB": str(tmp_path / "i.db"), "CITEDOCS_EMBEDDER": "none",
            "CITEDOCS_EVIDENCE_TOKENS": "450"}  # fmt: skip
-    proc = subprocess.run([sys.executable, "-m", "citedocs", "list"], capture_output=True, text=True, env=env,
+    (tmp_path / "docs").mkdir()
+    proc = subprocess.run([sys.executable, "-m", "citedocs", "add", str(tmp_path / "docs")], capture_output=True, text=True, env=env,
                           timeout=120, check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.startswith(

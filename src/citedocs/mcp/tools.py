@@ -55,7 +55,7 @@ REMOVE = ToolAnnotations(
 
 Mode = Literal["keyword", "semantic", "hybrid"]
 TopK = Annotated[
-    int,
+    int | None,
     Field(
         ge=1, le=50, description="How many results to return (1-50; default: the server's CITEDOCS_TOP_K)."
     ),
@@ -163,7 +163,7 @@ class _FolderTools:
     def search(
         self,
         query: Annotated[str, Field(description="Words or a question; exact identifiers work well.")],
-        top_k: TopK | None = None,
+        top_k: TopK = None,
         folder: Annotated[
             str | None, Field(description="Only search this registered folder (or site name).")
         ] = None,
@@ -201,7 +201,7 @@ class _FolderTools:
     def find_similar(
         self,
         path: Annotated[str, Field(description="An indexed file inside a registered folder.")],
-        top_k: TopK | None = None,
+        top_k: TopK = None,
     ) -> SimilarOut:
         """Find the indexed passages from other files that are most similar in meaning to this file."""
         finder = getattr(self.app, "find_similar", None)
@@ -283,7 +283,7 @@ class _SiteTools:
             str, Field(description="Words to look for in page titles, descriptions and sections.")
         ],
         source: Annotated[str | None, Field(description="Only this site (a name from docs_home).")] = None,
-        k: TopK | None = None,
+        k: TopK = None,
     ) -> dict[str, Any]:
         """Rank the pages of the registered documentation sites (all, or one source). Each hit has source,
         title, url, description, section, score (0-1, comparable across sites) and snippet; pass a hit's url
