@@ -40,6 +40,7 @@ from citedocs.embed.blob import matrix_from_blobs, to_blob
 from citedocs.embed.factory import make_embedder
 from citedocs.eval.beir import BeirData, load_beir
 from citedocs.eval.metrics import ndcg_at_k
+from citedocs.index.ingest import CHUNK_MAX_TOKENS, CHUNK_MIN_TOKENS
 from citedocs.index.records import chunk_records
 from citedocs.search.hybrid import CANDIDATES, VectorSearch, fuse
 from citedocs.search.keyword import keyword_ranking
@@ -56,7 +57,7 @@ def original_records(data: BeirData, settings: Settings) -> list[tuple[DocumentR
         body = text or title
         segment = Segment(body, (title,) if title else (), 1, body.count("\n") + 1)
         drafts = chunk_segments([segment], target=settings.chunk_tokens, overlap=settings.chunk_overlap,
-                                min_tokens=settings.chunk_min_tokens, max_tokens=settings.chunk_max_tokens)  # fmt: skip
+                                min_tokens=CHUNK_MIN_TOKENS, max_tokens=CHUNK_MAX_TOKENS)  # fmt: skip
         record = DocumentRecord(
             f"beir://{doc_id}", doc_id, "text", len(body), 0, None, "indexed", title=title
         )

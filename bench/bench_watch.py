@@ -138,8 +138,8 @@ def main() -> None:
     args = parser.parse_args()
     print_header("bench_watch: folder watcher latency, idle CPU and bursts")
     defaults = Settings(db=":memory:")
-    events = f"polling every {defaults.watch_poll_ms} ms" if args.polling else "native events (inotify)"
-    print(f"settings: watch_debounce_ms={defaults.watch_debounce_ms}, watch_max_events={defaults.watch_max_events}, "
+    events = f"polling every {defaults.watch_poll_s:g} s" if args.polling else "native events (inotify)"
+    print(f"settings: watch_debounce_s={defaults.watch_debounce_s:g}, watch_max_events={defaults.watch_max_events}, "
           f"{events}; keyword-only; the machine is shared with other jobs\n")  # fmt: skip
     tmp = Path(tempfile.mkdtemp(prefix="bench-watch-"))
     try:

@@ -12,7 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 # The environment pytest started in, before `isolated_environment` cleans it for each test: the few tests
-# that look for a developer's local model (CITEDOCS_LLAMA_SERVER, CITEDOCS_LLM_GGUF) read it from here.
+# that look for a developer's local model (CITEDOCS_LLM_SERVER, CITEDOCS_LLM_GGUF) read it from here.
 OUTER_ENV = dict(os.environ)
 
 

@@ -85,5 +85,8 @@ def test_errors_exit_with_a_message_and_code(
 
 def test_sites_when_none_are_registered(cli: tuple[CliRunner, typer.Typer, Path]) -> None:
     runner, app, db = cli
+    missing = runner.invoke(app, ["sites", "--json", "--db", str(db)])
+    assert missing.exit_code == 2 and "citedocs add" in missing.output  # a read-only command creates no index
+    Citedocs(Settings(db=str(db), embedder="none")).close()
     assert json.loads(runner.invoke(app, ["sites", "--json", "--db", str(db)]).stdout) == []
     assert "add-site" in runner.invoke(app, ["sites", "--db", str(db)]).output

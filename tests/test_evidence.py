@@ -143,14 +143,14 @@ def _library(tmp_path: Path) -> Citedocs:
     docs.mkdir()
     (docs / "setup.md").write_text("# Setup\n\n## Server\n\n" + long_passage() + "\n", encoding="utf-8")
     (docs / "ui.md").write_text("# Look\n\n" + "\n\n".join(FILLER) + "\n", encoding="utf-8")
-    settings = Settings(db=str(tmp_path / "i.sqlite3"), embedder="none", evidence_tokens=60, evidence_whole=0)
+    settings = Settings(db=str(tmp_path / "i.sqlite3"), embedder="none")
     app = Citedocs(settings)
     app.add_folder(docs)
     app.index()
     return app
 
 
-def test_evidence_event_comes_before_the_model_is_asked_and_the_model_reads_only_evidence(
+def test_evidence_event_comes_before_the_model_is_asked_and_the_model_reads_whole_passages(
     tmp_path: Path,
 ) -> None:
     app = _library(tmp_path)
@@ -182,7 +182,7 @@ def test_evidence_event_comes_before_the_model_is_asked_and_the_model_reads_only
     names = [name for name, _ in seen]
     assert names[:2] == ["sources", "evidence"] and names[-1] == "done" and "token" in names
     assert dict(seen)["evidence"] == 0  # no model request had been made yet
-    assert "port 8765" in prompt and FILLER[0] not in prompt
+    assert "port 8765" in prompt
 
 
 def test_an_off_topic_question_gets_an_empty_evidence_event_and_no_model_call(tmp_path: Path) -> None:

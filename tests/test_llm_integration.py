@@ -2,7 +2,7 @@
 
 The supervisor tests run a stand-in `llama-server` (a Python script on a real port) and need nothing else.
 The model tests need the binary and GGUF that ../shared/models/get-local-llm builds into ~/.cache/citedocs-dev
-(or CITEDOCS_LLAMA_SERVER / CITEDOCS_LLM_GGUF); they are slow (CPU generation is ~13 tokens/s).
+(or CITEDOCS_LLM_SERVER / CITEDOCS_LLM_GGUF); they are slow (CPU generation is ~13 tokens/s).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from citedocs.answer.service import AnswerService
 from citedocs.api import create_app
 from citedocs.errors import ConfigError, LLMError
 from citedocs.llm.client import LLMClient
-from citedocs.llm.llama import LlamaServer, repack_args
+from citedocs.llm.llama import LLAMA_REPACK, LlamaServer, repack_args
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from conftest import OUTER_ENV, shared
@@ -100,7 +100,7 @@ def test_supervisor_reports_a_server_that_dies_at_startup(tmp_path: Path) -> Non
     assert server.state == "failed"
     with pytest.raises(ConfigError, match="does not exist"):
         asyncio.run(LlamaServer(tmp_path / "missing.gguf", binary).start())
-    with pytest.raises(ConfigError, match="CITEDOCS_LLAMA_SERVER"):
+    with pytest.raises(ConfigError, match="CITEDOCS_LLM_SERVER"):
         asyncio.run(LlamaServer(gguf, str(tmp_path / "no-such-binary")).start())
 
 
@@ -111,7 +111,7 @@ def test_repack_is_turned_off_where_it_reads_prompts_slower() -> None:
     assert repack_args("auto", frozenset()) == []
     assert repack_args("on", vnni) == []
     assert repack_args("off", frozenset({"avx2"})) == ["--no-repack"]
-    assert Settings().llama_repack == "auto"
+    assert LLAMA_REPACK == "auto"
 
 
 def test_the_server_gets_no_repack_only_when_its_binary_knows_the_option(tmp_path: Path) -> None:
@@ -145,7 +145,7 @@ def test_api_starts_the_local_server_for_a_gguf(tmp_path: Path) -> None:
 
     binary, gguf = fake_binary(tmp_path)
     settings = Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", llm_gguf=str(gguf),
-                        llama_server=binary, max_concurrent=2)  # fmt: skip
+                        llm_server=binary, max_concurrent=2)  # fmt: skip
     with live_server(create_app(settings)) as url:
         deadline = time.monotonic() + 20
         while (health := httpx.get(f"{url}/healthz").json())["model"]["state"] != "ready":
@@ -161,13 +161,13 @@ def test_api_starts_the_local_server_for_a_gguf(tmp_path: Path) -> None:
 
 
 def real_model() -> tuple[str, Path]:
-    binary = OUTER_ENV.get("CITEDOCS_LLAMA_SERVER") or str(CACHE / "bin" / "llama-server")
+    binary = OUTER_ENV.get("CITEDOCS_LLM_SERVER") or str(CACHE / "bin" / "llama-server")
     gguf = Path(
         OUTER_ENV.get("CITEDOCS_LLM_GGUF") or CACHE / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
     )
     if not Path(binary).is_file() or not os.access(binary, os.X_OK):
         pytest.skip(
-            f"needs llama-server at {binary} (run ../shared/models/get-local-llm or set CITEDOCS_LLAMA_SERVER)"
+            f"needs llama-server at {binary} (run ../shared/models/get-local-llm or set CITEDOCS_LLM_SERVER)"
         )
     if not gguf.is_file():
         pytest.skip(f"needs the GGUF at {gguf} (run ../shared/models/get-local-llm or set CITEDOCS_LLM_GGUF)")
@@ -187,7 +187,7 @@ def test_real_model_answers_with_checked_citations_and_refuses_off_topic(tmp_pat
         c for c in cases if c["id"] == "feb91b26"
     )  # "What is the IPv6 address range used by Anthropic?"
     settings = Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", max_concurrent=1, llm_max_tokens=96,
-                        llm_temperature=0.0, llm_read_timeout_s=120)  # fmt: skip
+                        llm_read_timeout_s=120)  # fmt: skip
     library = Citedocs(settings)
     library.add_folder(corpus)
     library.index()

@@ -289,7 +289,7 @@ def test_healthz_shows_the_endpoints_and_is_degraded_when_all_are_down(tmp_path:
 def test_model_handle_makes_a_pool_from_comma_separated_urls(tmp_path: Path) -> None:
     with FakeOpenAI([Reply.error(503)]) as a, FakeOpenAI(default=Reply(tokens=["ok"])) as b:
         settings = Settings(db=str(tmp_path / "i.sqlite3"), llm_base_url=f"{a.base_url}, {b.base_url}",
-                            llm_api_key=KEY, llm_slots=3, llm_cooldown_s=60.0)  # fmt: skip
+                            llm_api_key=KEY, llm_slots=3)  # fmt: skip
         handle = ModelHandle.from_settings(settings)
         assert isinstance(handle.client, LLMPool) and handle.state == "external"
         pool = handle.client

@@ -134,7 +134,9 @@ def test_tools_list_shows_every_tool_with_annotations(app: Citedocs) -> None:
             assert tools["add_folder"].annotations.idempotent_hint is True  # type: ignore[union-attr]
             assert tools["fetch_doc"].annotations.open_world_hint is True  # type: ignore[union-attr]
             assert tools["search"].output_schema and "hits" in tools["search"].output_schema["properties"]
-            assert tools["search"].input_schema["properties"]["top_k"]["maximum"] == 50
+            assert (
+                tools["search"].input_schema["properties"]["top_k"]["anyOf"][0]["maximum"] == 50
+            )  # default: top_k
 
     run(main)
 

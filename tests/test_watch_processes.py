@@ -27,7 +27,7 @@ BOUND_S = 10.0  # debounce (100 ms) + indexing + a request, on a shared 2-core m
 
 def env_for(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.sqlite3"), "CITEDOCS_EMBEDDER": "none",
-            "CITEDOCS_WATCH_DEBOUNCE_MS": "100"}  # fmt: skip
+            "CITEDOCS_WATCH_DEBOUNCE_S": "0.1"}  # fmt: skip
 
 
 def wait_until(check: Callable[[], bool], what: str, timeout: float = BOUND_S) -> None:

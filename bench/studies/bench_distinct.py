@@ -24,7 +24,7 @@ from _env import header
 
 from citedocs.eval.cases import load_cases
 from citedocs.llm.wire import estimate_tokens
-from citedocs.search.distinct import repeats
+from citedocs.search.distinct import PASSAGE_OVERLAP, repeats
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 
@@ -45,7 +45,7 @@ def main() -> None:
         source = app.add_folder(CORPUS)
         app.index(source.name)
         app.wait_for_embeddings()
-        overlap = app.settings.passage_overlap
+        overlap = PASSAGE_OVERLAP
         questions = [case.question for case in load_cases(*args.cases) if case.kind == "answerable"]
         for question in questions:  # warm the model and the caches
             app.search(question, k=args.k, wait_for_model=True)

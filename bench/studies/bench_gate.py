@@ -27,6 +27,7 @@ from _env import SHARED_DATA, header
 from citedocs.answer.gate import relevance_decision
 from citedocs.answer.passages import passages
 from citedocs.eval.cases import load_cases
+from citedocs.search.distinct import PASSAGE_OVERLAP
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 
@@ -72,7 +73,7 @@ def main() -> None:
     for kind, question in questions(args.corpus):
         result = app.search(question, k=2 * settings.top_k, mode=args.mode)
         assert result.mode == args.mode, result.note
-        hits = passages(result.hits, settings.top_k, overlap=settings.passage_overlap)
+        hits = passages(result.hits, settings.top_k, overlap=PASSAGE_OVERLAP)
         total[kind] += 1
         for count in COUNTS:
             passed[kind][count] += relevance_decision(question, hits, settings.relevance_threshold,

@@ -29,10 +29,11 @@ from _env import header
 
 from citedocs.answer.citations import check_citations, is_refusal, withheld_reason
 from citedocs.answer.prompt import build_messages
+from citedocs.answer.service import TEMPERATURE
 from citedocs.eval.cases import load_cases
 from citedocs.eval.metrics import key_fact_recall
 from citedocs.hits import Hit
-from citedocs.search.distinct import repeats
+from citedocs.search.distinct import PASSAGE_OVERLAP, repeats
 from citedocs.settings import Settings
 
 MAX_PASSAGES = 5
@@ -51,7 +52,7 @@ def gold_passages(db: sqlite3.Connection, evidence: list[dict[str, str]]) -> lis
             if heading == item["heading"] or heading.endswith("> " + item["heading"]):
                 hits.append(Hit(chunk_id=chunk_id, path=path, source="gold", heading=heading, page=None,
                                 line_start=start, line_end=end, score=1.0, text=text))  # fmt: skip
-    dropped = set(repeats(hits, Settings().passage_overlap))
+    dropped = set(repeats(hits, PASSAGE_OVERLAP))
     return [h for i, h in enumerate(hits) if i not in dropped][:MAX_PASSAGES]
 
 
@@ -83,16 +84,16 @@ def main() -> None:
         if not hits:
             print(f"{case.id}: no indexed passage under its evidence heading; skipped")
             continue
-        messages, _ = build_messages(case.question, hits, partial=settings.answer_partial)
+        messages, _ = build_messages(case.question, hits)
         started = time.perf_counter()
         reply = client.post("/chat/completions", json={
-            "model": args.model, "messages": messages, "temperature": settings.llm_temperature,
+            "model": args.model, "messages": messages, "temperature": TEMPERATURE,
             "max_tokens": settings.llm_max_tokens, "cache_prompt": True,
         }).json()  # fmt: skip
         answer = reply["choices"][0]["message"]["content"]
         report = check_citations(answer, hits)
         refused = is_refusal(answer)
-        withheld = not refused and withheld_reason(report, settings.min_supported) is not None
+        withheld = not refused and withheld_reason(report) is not None
         gold_text = "\n".join(h.text for h in hits).lower()
         row = {
             "id": case.id, "passages": len(hits), "prompt_tokens": reply["usage"]["prompt_tokens"],

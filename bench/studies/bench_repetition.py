@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from _env import header
 
-from citedocs.answer.repetition import RepetitionGuard
+from citedocs.answer.repetition import STOP_REPEATS, RepetitionGuard
 from citedocs.eval.cases import load_cases
 from citedocs.llm.client import LLMClient
 from citedocs.service import Citedocs
@@ -58,14 +58,14 @@ async def ask(app: Citedocs, base_url: str, question: str) -> dict[str, object]:
 
 
 def live(args: argparse.Namespace) -> None:
+    raise SystemExit(
+        "The live comparison needs the guard switched off inside the answer service, and CITEDOCS_ANSWER_STOP_REPEATS "
+        "became the constant STOP_REPEATS (answer/repetition.py) once the decision was taken (docs/benchmarks.md); "
+        "the offline mode (over saved runs) still compares any number of copies."
+    )
     cases = {c.id: c for c in load_cases(*args.cases)}
-    default = Settings().answer_stop_repeats
-    apps = {
-        repeats: Citedocs(
-            Settings(db=str(args.index_db), answer_stop_repeats=repeats, llm_temperature=args.temperature)
-        )
-        for repeats in (default, 0)
-    }
+    default = STOP_REPEATS
+    apps = {repeats: Citedocs(Settings(db=str(args.index_db))) for repeats in (default, 0)}
     print(f"temperature {args.temperature}; guard on = {default} copies, off = 0")
     print("| case | round | guard | finish | completion tokens | whole answer s | answer characters |")
     print("|---|---|---|---|---|---|---|")
@@ -112,7 +112,7 @@ def main() -> None:
             detail = row.get("detail") or {}
             if detail.get("raw_answer"):
                 answers.append((cases.parent.name, row["id"], detail))
-    default = Settings().answer_stop_repeats
+    default = STOP_REPEATS
     print(f"{len(answers)} model answers in {args.folder}")
     print("| copies | answers stopped | tokens not generated (sum) | guard ms per answer P50 / max |")
     print("|---|---|---|---|")

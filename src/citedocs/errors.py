@@ -7,6 +7,7 @@ errors in `mcp/shapes.py`); `tests/test_errors.py` checks that every class has b
     ├── ConfigError                   a setting is missing or contradictory
     ├── StoreError                    the index cannot be opened or is inconsistent
     ├── NotFoundError                 not registered, not indexed
+    │   └── NoIndexError              a read-only command found no index (it creates none)
     ├── AccessDenied                  outside what the user registered
     │   ├── UnsafeURLError            (also a FetchError) refused by the SSRF guard
     │   └── PermissionDenied          a token whose scope does not cover the request
@@ -53,6 +54,10 @@ class StoreError(CitedocsError):
 
 class NotFoundError(CitedocsError):
     """A folder, site, document or chunk that is not registered or indexed."""
+
+
+class NoIndexError(NotFoundError):
+    """A read-only command (search, ask, read, status, list) found no index where it looked; it creates none."""
 
 
 class AccessDenied(CitedocsError):

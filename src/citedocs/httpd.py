@@ -5,7 +5,7 @@ The socket is bound before anything is printed, so a busy port is one error line
 accepted; 1,100 half-sent requests were all still held after 11 s), so the h11 protocol here arms one deadline
 per request: the head must arrive within `http_header_timeout_s` of the connection opening (or of the last
 response), the body within `http_body_timeout_s` of the head. A late head closes the connection; a late body
-gets 408. `http_max_connections` caps open connections (uvicorn answers 503 beyond it).
+gets 408. `MAX_CONNECTIONS` caps open connections (uvicorn answers 503 beyond it).
 """
 
 from __future__ import annotations
@@ -24,20 +24,19 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from citedocs.errors import ConfigError
+from citedocs.hosts import loopback_only
 from citedocs.settings import Settings
 
 __all__ = ["bind", "refuse_open_without_auth", "serve"]
 
+MAX_CONNECTIONS = 256  # open connections beyond this get 503
 GRACEFUL_SHUTDOWN_S = 5  # open streams (SSE answers, MCP GET streams) get this long after SIGTERM
-
-
-LOOPBACK_BINDS = ("127.0.0.1", "localhost", "::1")
 
 
 def refuse_open_without_auth(host: str, auth: str, no_auth: bool) -> None:
     """Serving other machines without tokens must be said on purpose: anyone who reaches the port could read
     every document and change the registry."""
-    if host not in LOOPBACK_BINDS and not host.startswith("127.") and auth == "none" and not no_auth:
+    if not loopback_only(host) and not host.startswith("127.") and auth == "none" and not no_auth:
         raise ConfigError(
             f"Refusing to serve {host} without authentication: every machine that reaches the port could read "
             "and change the index.",
@@ -130,8 +129,11 @@ class DeadlineH11Protocol(H11Protocol):
 
 
 def _protocol_for(settings: Settings) -> type[DeadlineH11Protocol]:
-    return type("DeadlineH11", (DeadlineH11Protocol,), {
-        "header_timeout_s": settings.http_header_timeout_s, "body_timeout_s": settings.http_body_timeout_s})  # fmt: skip
+    limits = {
+        "header_timeout_s": settings.http_header_timeout_s,
+        "body_timeout_s": settings.http_body_timeout_s,
+    }
+    return type("DeadlineH11", (DeadlineH11Protocol,), limits)
 
 
 class _Server(uvicorn.Server):
@@ -162,6 +164,6 @@ def serve(asgi: Any, sock: socket.socket, settings: Settings, on_ready: Callable
     """Serve `asgi` on the bound `sock` until SIGTERM or Ctrl-C; `on_ready` runs once it accepts."""
     config = uvicorn.Config(
         asgi, http=_protocol_for(settings), lifespan="on", log_level="warning",
-        limit_concurrency=settings.http_max_connections, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        limit_concurrency=MAX_CONNECTIONS, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )  # fmt: skip
     _Server(config, on_ready).run(sockets=[sock])

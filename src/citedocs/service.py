@@ -26,7 +26,7 @@ from citedocs.index.jobs import IndexJobs
 from citedocs.index.ocr import OcrProgress, ocr_status
 from citedocs.index.reading import ReadResult, open_registered, read_lines
 from citedocs.index.reanalysis import STALE_NOTE, needs_reanalysis
-from citedocs.search.distinct import distinct_hits
+from citedocs.search.distinct import PASSAGE_OVERLAP, distinct_hits
 from citedocs.search.engine import MAX_K, SearchEngine, SearchResult, not_indexed_error
 from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle
@@ -67,10 +67,11 @@ class SourceInfo:
 
 
 class Citedocs:
-    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+    def __init__(self, settings: Settings, store: Store | None = None, *, create: bool = True) -> None:
+        """The library on the index `settings.db`; with `create` False (read-only commands) it must exist."""
         self.settings = settings
         cjk.configure(settings.cjk_segmenter)
-        self.store = store if store is not None else open_store(settings.db)
+        self.store = store if store is not None else open_store(settings.db, create=create)
         # apart from the index lock: a site search must not wait for indexing
         self._sites_lock = threading.Lock()
         self.embedder: LazyEmbedder | None = make_embedder(settings, self._embedder_choice())
@@ -297,14 +298,14 @@ class Citedocs:
     ) -> SearchResult:
         """Ranked passages, and site pages not fetched yet (kind "link") among them; `note` says when a
         degraded mode (keyword while the model loads) answered. `distinct` (the front ends' search) leaves out
-        a passage that repeats one ranked above it (`settings.passage_overlap`) and ranks the next in its place;
+        a passage that repeats one ranked above it (`PASSAGE_OVERLAP`, search/distinct.py) and ranks the next in its place;
         evaluations and the answer service take the raw ranking."""
         self._ensure_link_documents()
         source_ids = [self.find_source(source).id] if source else self._visible_ids()
         if source_ids == []:  # a token that sees no source finds nothing (an empty filter is not "all")
             return SearchResult(query=query, mode=mode or self.settings.search_mode, hits=[])
         k = self.settings.top_k if k is None else k
-        overlap = self.settings.passage_overlap if distinct else 0.0
+        overlap = PASSAGE_OVERLAP if distinct else 0.0
         asked = min(MAX_K, 2 * k) if overlap > 0 and 1 <= k <= MAX_K else k
         result = self.engine.search(query, k=asked, mode=mode, source_ids=source_ids, file_type=file_type,
                                     wait_for_model=wait_for_model)  # fmt: skip
@@ -325,8 +326,8 @@ class Citedocs:
 
             ensure_link_documents(self.store)
 
-    def find_similar(self, path: str, k: int = 5) -> SearchResult:
-        """Files most like the given one (inside a registered folder)."""
+    def find_similar(self, path: str, k: int | None = None) -> SearchResult:
+        """Files most like the given one (inside a registered folder); `k` defaults to `settings.top_k`."""
         resolved, opened = open_registered(self.store, path, self._visible)
         os.close(opened.fd)
         found = self.store.document_by_path(str(resolved))
@@ -336,7 +337,7 @@ class Citedocs:
                 for s in self.store.list_sources("folder")
             )
             raise not_indexed_error(path, indexing=indexing)
-        result = self.engine.similar(found[0].id, str(resolved), k)
+        result = self.engine.similar(found[0].id, str(resolved), self.settings.top_k if k is None else k)
         if access.current().sources is not None:
             result.hits = [h for h in result.hits if access.current().sees(h.source)]
         return result
@@ -450,7 +451,11 @@ class Citedocs:
 
     def authenticate(self, secret: str) -> access.Principal:
         """The principal a bearer secret stands for; unknown, expired and revoked tokens are refused alike."""
-        found = self.tokens.by_hash(access.hash_secret(secret)) if secret.startswith(access.TOKEN_PREFIX) else None
+        found = (
+            self.tokens.by_hash(access.hash_secret(secret))
+            if secret.startswith(access.TOKEN_PREFIX)
+            else None
+        )
         if found is None or not found.usable(time.time()):
             raise AuthRequired(
                 "The token is not valid here (unknown, expired or revoked).",

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import platformdirs
 from pydantic import Field, SecretStr, field_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     DotEnvSettingsSource,
@@ -21,168 +21,304 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-APP_NAME = "citedocs"
+from citedocs.locations import (
+    APP_NAME,
+    DEFAULT_TOP_K,
+    default_config_path,
+    default_db_path,
+    default_models_dir,
+)
+from citedocs.retired_settings import retired_values, unknown_setting
+
+__all__ = [
+    "APP_NAME",
+    "OPERATOR",
+    "Settings",
+    "default_config_path",
+    "default_db_path",
+    "default_models_dir",
+]
+
+# An operator's setting: tuning for a deployment (timeouts, batch sizes, watching, pools, prices), listed apart
+# from the public ones in docs/configuration.md.
+OPERATOR: dict[str, Any] = {"audience": "operator"}
 
 
-def default_db_path() -> Path:
-    return Path(platformdirs.user_data_dir(APP_NAME)) / "index.sqlite3"
+class _RetiredSource(PydanticBaseSettingsSource):
+    """The lowest source: renamed settings given under their old names (each reported once, as every retired one)."""
 
+    def __init__(self, settings_cls: type[BaseSettings], env_file: Path | None, config: Path) -> None:
+        super().__init__(settings_cls)
+        self.env_file, self.config_file = env_file, config
 
-def default_models_dir() -> Path:
-    return Path(platformdirs.user_data_dir(APP_NAME)) / "models"
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
 
-
-def default_config_path() -> Path:
-    return Path(
-        os.environ.get("CITEDOCS_CONFIG") or Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
-    )
+    def __call__(self) -> dict[str, Any]:
+        return retired_values(self.env_file, self.config_file)
 
 
 class Settings(BaseSettings):
+    """Every public setting, each with its one-line description (docs/configuration.md is generated from them:
+    `python -m citedocs.config_docs`). Tuning values that are not settings live as constants where they are used;
+    `RETIRED` lists the settings that went, and a value still given for one is reported (`retired.py`)."""
+
     model_config = SettingsConfigDict(
         env_prefix="CITEDOCS_", env_file=".env", extra="ignore", env_nested_delimiter="__"
     )
 
-    db: str = Field(default_factory=lambda: str(default_db_path()))
+    db: str = Field(
+        default_factory=lambda: str(default_db_path()),
+        description="The index: a SQLite file path, or `postgresql://user:password@host:5432/db` for a shared "
+        "PostgreSQL with pgvector (`pip install 'citedocs[postgres]'`, [postgres.md](postgres.md)); `--db` on "
+        "every command. Default: `index.sqlite3` in the platform data dir.",
+    )
 
     # indexing
-    chunk_tokens: int = 400
-    chunk_overlap: int = 60
-    chunk_min_tokens: int = 60
-    chunk_max_tokens: int = 560
-    max_file_mb: float = 50.0
-    extra_ignore_dirs: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    # OCR of scanned PDFs (opt-in; needs Tesseract: apt-get install tesseract-ocr): after keyword indexing, in
-    # the background; languages as Tesseract names them ("eng", "jpn", "eng+jpn"; see docs/formats.md)
-    ocr: bool = False
-    ocr_languages: str = "eng"
-    ocr_dpi: int = 300
-    ocr_page_seconds: float = 120.0
-    ocr_max_pages: int = 500
+    chunk_tokens: int = Field(default=400, description="Passage size in tokens (about characters / 4).")
+    chunk_overlap: int = Field(
+        default=60,
+        description="Tokens a long section's consecutive passages share.",
+        json_schema_extra=OPERATOR,
+    )
+    max_file_mb: float = Field(
+        default=50.0, description="Files above this size are recorded as failed, with the reason."
+    )
+    extra_ignore_dirs: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Directory names skipped besides `.git`, `node_modules`, virtual environments and caches "
+        "(comma-separated).",
+    )
+    ocr: bool = Field(
+        default=False,
+        description="OCR scanned PDFs and images with Tesseract (`apt-get install tesseract-ocr`) after keyword "
+        "indexing, in the background ([formats.md](formats.md)).",
+    )
+    ocr_languages: str = Field(
+        default="eng",
+        description="Tesseract languages, `+`-joined: `jpn`, `eng+jpn` (each needs its language package).",
+    )
 
     # search
-    top_k: int = 5
-    search_mode: str = "hybrid"
-    # how Japanese is cut into words: "auto" (SudachiPy when installed), "sudachi" or "bigram"
-    cjk_segmenter: Literal["auto", "sudachi", "bigram"] = "auto"
-    # keyword BM25 from memory (built on the first search, kept current; same scores as the store's);
-    # false: every keyword search asks the store (no memory held, slower on large indexes)
-    keyword_memory: bool = True
+    top_k: int = Field(
+        default=DEFAULT_TOP_K,
+        ge=1,
+        le=50,
+        description="Results per search and passages per answer, in every front end (CLI, MCP, HTTP).",
+    )
+    search_mode: str = Field(default="hybrid", description="`keyword`, `semantic` or `hybrid`.")
+    cjk_segmenter: Literal["auto", "sudachi", "bigram"] = Field(
+        default="auto",
+        description="How Japanese is cut into words: `auto` (SudachiPy when importable), `sudachi`, or `bigram`; "
+        "`citedocs reindex` rebuilds an index made with another.",
+    )
+    keyword_memory: bool = Field(
+        default=True,
+        description="Keep the keyword index in memory (built on the first search); false asks the store every "
+        "time (no memory held, slower on large indexes).",
+        json_schema_extra=OPERATOR,
+    )
 
-    # embeddings: "auto" (packaged MiniLM, or multilingual e5 for a mostly-CJK index), "local" (MiniLM),
-    # "local:e5", "none", "http" (OpenAI-compatible), "st:<model>"
-    embedder: str = "auto"
-    embed_base_url: str = ""
-    embed_model: str = ""
-    embed_api_key: SecretStr = SecretStr("")
-    embed_batch: int = 32
+    # embeddings
+    embedder: str = Field(
+        default="auto",
+        description="`auto` (MiniLM, or multilingual e5 for a mostly-CJK index), `local` (MiniLM), `local:e5`, "
+        "`http` (OpenAI-compatible `/v1/embeddings`), `st:<model>` (sentence-transformers), `none` (keyword only).",
+    )
+    embed_base_url: str = Field(
+        default="", description="With `embedder=http`: the endpoint (Ollama, llama.cpp, vLLM, TEI)."
+    )
+    embed_model: str = Field(
+        default="", description="With `embedder=http`: the model name the endpoint expects."
+    )
+    embed_batch: int = Field(
+        default=32, ge=1, description="Texts per embedding request.", json_schema_extra=OPERATOR
+    )
+    embed_api_key: SecretStr = Field(
+        default=SecretStr(""), description="With `embedder=http`: its API key (never printed)."
+    )
 
     # sites
-    allowed_private_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    default_sites: bool = False
-    fetch_timeout_s: float = 20.0
-    fetch_max_bytes: int = 10 * 1024 * 1024
-    page_cache_size: int = 256
-    # An answer whose best candidates are pages not fetched yet fetches at most this many first (0: never),
-    # waiting at most ask_fetch_timeout_s for them (docs/sites.md, "Asking a site").
-    ask_fetch_pages: int = Field(default=5, ge=0, le=10)
-    ask_fetch_timeout_s: float = Field(default=15.0, gt=0)
-    # Background prefetch (`add-site --fetch`): pages of one site fetched at a time, and the least delay
-    # between two requests to one site (a robots.txt Crawl-delay that is longer wins).
-    site_fetch_concurrency: int = Field(default=2, ge=1, le=16)
-    site_fetch_delay_s: float = Field(default=0.0, ge=0)
+    allowed_private_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Host names (or `*.corp.example`) allowed to resolve to private addresses, for intranet docs.",
+    )
+    default_sites: bool = Field(
+        default=False, description="Register the default llms.txt sites on first run."
+    )
+    page_cache_size: int = Field(
+        default=256,
+        ge=0,
+        description="Fetched site pages kept in memory (0: no limit).",
+        json_schema_extra=OPERATOR,
+    )
+    ask_fetch_pages: int = Field(
+        default=5,
+        ge=0,
+        le=10,
+        description="Site pages not fetched yet that an answer may fetch first when they rank best (0: never).",
+        json_schema_extra=OPERATOR,
+    )
+    site_fetch_concurrency: int = Field(
+        default=2,
+        ge=1,
+        le=16,
+        description="`add-site --fetch`: pages of one site fetched at a time.",
+        json_schema_extra=OPERATOR,
+    )
 
-    # answers
-    # one OpenAI-compatible endpoint, or several separated by commas: a pool (answer/pool.py) that sends each
-    # request to the endpoint with the most free slots and sets a failing one aside for llm_cooldown_s
-    llm_base_url: str = ""
-    llm_model: str = "local"
-    llm_api_key: SecretStr = SecretStr("")
-    llm_gguf: str = ""
-    llama_server: str = "llama-server"
-    # llama.cpp's weight repacking: "auto" turns it off on CPUs where it reads prompts slower (AVX-512 VNNI:
-    # 68-71 vs 102-109 prompt tokens/s, llm/llama.py), "on"/"off" force it
-    llama_repack: Literal["auto", "on", "off"] = "auto"
-    llm_max_tokens: int = 512
-    llm_temperature: float = 0.1
-    # silence allowed between streamed bytes; on 2 CPU cores with 4 slots a prompt is read for 60-170 s before
-    # the first token (Locust run, docs/decisions/answers.md), so 60 s failed 1 answer in 4
-    llm_read_timeout_s: float = 180.0
-    # a pool's slots per endpoint (llama.cpp's --parallel) and its first cooldown after a failure (doubling per
-    # consecutive failure, at most 60 s)
-    llm_slots: int = 4
-    llm_cooldown_s: float = 5.0
-    llm_price_prompt_per_mtok: float = 0.0
-    llm_price_completion_per_mtok: float = 0.0
-    max_concurrent: int = 4
-    # calibrated on claude-docs (60 real questions, 16 off-topic): see docs/http-api.md; <= 0 turns it off
-    relevance_threshold: float = 0.5
-    # whole-passage prompts ask for the part of an answer the sources hold (wrong refusals 0.07-0.10 vs 0.12-0.17,
-    # hand-graded faithfulness 0.71-0.75 vs 0.79-0.84 on claude-docs); False keeps the first rule
-    answer_partial: bool = True
-    # an answer with fewer than this share of its checked sentences held by its sources is withheld: the refusal
-    # is sent, the model's words stay in raw_answer (answer/citations.py `withheld_reason`); 0 sends every answer
-    min_supported: float = Field(default=0.5, ge=0.0, le=1.0)
-    # generation stops once the answer ends in this many copies of one line or clause (answer/repetition.py:
-    # 5 of 866 committed claude-docs answers looped to the token cap, none of the others is cut); 0 never stops
-    answer_stop_repeats: int = Field(default=4, ge=0)
-    # a passage whose content terms are this much covered by a better one is not given to the model again
-    # (answer/passages.py), nor listed again by search over MCP, HTTP and the CLI (the next one takes its
-    # place, search/distinct.py): 26 of 65 claude-docs prompts held one; 0 keeps every passage
-    passage_overlap: float = Field(default=0.8, ge=0.0, le=1.0)
-    # tokens of passage text the model reads (answer/evidence.py; measured in docs/decisions/answers.md): the best
-    # `evidence_whole` passages whole, then windows of the others' best sentences. 0 (the default) gives it every
-    # passage whole: 450 with 1 whole reads 694 tokens (not 1,434) and answers first in 14 s (not 35), but with
-    # the 1.5B model faithfulness fell 0.73 -> 0.51 and recall 0.61 -> 0.56 (81 cases); on the gold evidence
-    # sections alone (~730 tokens) it refuses 0.22 of answerable questions (bench/studies/bench_oracle.py)
-    evidence_tokens: int = Field(default=0, ge=0)
-    evidence_whole: int = Field(default=1, ge=0)
-    otel_endpoint: str = ""
-    # `citedocs model install`: the package index its pinned files come from (PEP 691 JSON or PEP 503 HTML),
-    # an extra catalogue of models (JSON, docs/models.md), where installed models and llama-server live
-    # (default: the platform data dir), and which installed model answers when no LLM is configured
-    # (default: the catalogue's default if installed, else the one installed first)
-    model_index_url: str = "https://pypi.org/simple"
-    model_catalog: str = ""
-    models_dir: str = ""
-    local_model: str = ""
-
-    # MCP: characters per tool result before it is cut and paged
-    mcp_max_chars: int = 24000
-    # extra Host names MCP over HTTP accepts (DNS-rebinding guard), e.g. "api-1,docs.internal:443"; a name
-    # without a port is allowed on the bound port
-    mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # answers: the model (one prefix, `llm_`)
+    llm_base_url: str = Field(
+        default="",
+        description="An OpenAI-compatible chat endpoint; several, comma-separated, make a pool (below).",
+    )
+    llm_model: str = Field(default="local", description="The model name sent to the endpoint.")
+    llm_api_key: SecretStr = Field(
+        default=SecretStr(""), description="The endpoint's API key (never printed)."
+    )
+    llm_gguf: str = Field(
+        default="", description="A GGUF file: citedocs starts and supervises llama.cpp's server for it."
+    )
+    llm_server: str = Field(
+        default="llama-server", description="The llama.cpp server executable (a name on PATH, or a path)."
+    )
+    llm_local_model: str = Field(
+        default="",
+        description="Which model installed by `citedocs model install` answers when no LLM is set (default: the "
+        "catalogue's default if installed, else the first installed).",
+    )
+    llm_models_dir: str = Field(
+        default="",
+        description="Where installed models and llama-server live (default: `models/` in the data dir).",
+    )
+    llm_index_url: str = Field(
+        default="https://pypi.org/simple",
+        description="The package index `citedocs model install` downloads from (a PEP 691/503 mirror works).",
+        json_schema_extra=OPERATOR,
+    )
+    llm_catalog: str = Field(
+        default="",
+        description="A JSON file of extra pinned models ([models.md](models.md)).",
+        json_schema_extra=OPERATOR,
+    )
+    llm_max_tokens: int = Field(default=512, description="Most tokens an answer may have.")
+    llm_read_timeout_s: float = Field(
+        default=180.0,
+        description="Silence allowed between streamed bytes (on CPU the prompt is read silently for a minute or more).",
+    )
+    llm_slots: int = Field(
+        default=4,
+        ge=1,
+        description="A pool's slots per endpoint (llama.cpp's `--parallel`).",
+        json_schema_extra=OPERATOR,
+    )
+    llm_price_prompt_per_mtok: float = Field(
+        default=0.0,
+        description="Cost per million prompt tokens, for `/stats` and `done.cost_usd`.",
+        json_schema_extra=OPERATOR,
+    )
+    llm_price_completion_per_mtok: float = Field(
+        default=0.0,
+        description="Cost per million completion tokens, for `/stats` and `done.cost_usd`.",
+        json_schema_extra=OPERATOR,
+    )
+    max_concurrent: int = Field(
+        default=4, ge=1, description="Answers in flight before `503` and `Retry-After`."
+    )
+    relevance_threshold: float = Field(
+        default=0.5,
+        description="Share of the question's content terms the best passages must cover before the model is "
+        "asked; <= 0 turns the gate off (calibration below).",
+    )
+    otel_endpoint: str = Field(
+        default="",
+        description="OTLP/HTTP endpoint for traces; tracing is off (and free) when empty.",
+        json_schema_extra=OPERATOR,
+    )
 
     # servers
-    host: str = "127.0.0.1"
-    port: int = 8765
-    # `citedocs serve` indexes registered folders when it starts; replicas behind one database turn it off
-    # and leave indexing to one job
-    index_on_start: bool = True
-    # slow clients (serve and mcp --http): a request's head must arrive within the first, its body within the
-    # second (from the head); open connections beyond the third get 503
-    http_header_timeout_s: float = 10.0
-    http_body_timeout_s: float = 20.0
-    http_max_connections: int = 256
-    # whether the web page and its routes may add, remove and reindex sources: unset (the default) allows it
-    # only when the server is bound to a loopback address; `serve --read-only` sets it true
-    read_only: bool | None = None
-    # who may use a shared server (docs/teams.md): "none" serves anyone who reaches the port (loopback only,
-    # unless `serve --no-auth`); "tokens" asks every request for a token from `citedocs token create`
-    auth: Literal["none", "tokens"] = "none"
-    # answers one token may ask per minute (429 with Retry-After beyond it); 0 means no limit
-    auth_answers_per_minute: int = Field(default=30, ge=0)
+    host: str = Field(default="127.0.0.1", description="`citedocs serve` and `mcp --http`: the bind address.")
+    port: int = Field(
+        default=8765, description="`citedocs serve` and `mcp --http`: the port (0 picks a free one)."
+    )
+    mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Extra `Host` names the HTTP servers answer (DNS-rebinding guard): `api-1` with any port, "
+        "`docs.example:443` exactly ([http-api.md](http-api.md)).",
+    )
+    http_header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="`serve` and `mcp --http`: a request's head must arrive within this (else the "
+        "connection is closed).",
+        json_schema_extra=OPERATOR,
+    )
+    http_body_timeout_s: float = Field(
+        default=20.0,
+        gt=0,
+        description="`serve` and `mcp --http`: a request's body must arrive within this of its head "
+        "(else 408).",
+        json_schema_extra=OPERATOR,
+    )
+    index_on_start: bool = Field(
+        default=True,
+        description="`citedocs serve` indexes the registered folders when it starts; replicas sharing one "
+        "PostgreSQL turn it off and leave indexing to one job.",
+        json_schema_extra=OPERATOR,
+    )
+    read_only: bool | None = Field(
+        default=None,
+        description="Whether the web page may change sources: unset allows it only on a loopback bind; true (also "
+        "`serve --read-only`) never; false on any bind.",
+    )
+    auth: Literal["none", "tokens"] = Field(
+        default="none",
+        description="`tokens`: every request to `serve` needs a token from `citedocs token create` (docs/teams.md); "
+        "`none`: anyone who reaches the port, which `serve` allows beyond loopback only with `--no-auth`.",
+    )
+    auth_answers_per_minute: int = Field(
+        default=30,
+        ge=0,
+        description="Answers one token may ask per minute (429 with Retry-After beyond it); 0 for no limit.",
+        json_schema_extra=OPERATOR,
+    )
 
-    # folder watching while `serve` or `mcp` runs (index/watch.py, docs/watching.md): a changed file is
-    # indexed once its size and mtime have held still for watch_debounce_ms; a batch of more than
-    # watch_max_events changed paths rescans the folder instead (stat walk, changed files re-read);
-    # watch_polling "auto" polls (every watch_poll_ms) network and FUSE mounts and where native events
-    # cannot start, "on" always polls, "off" never does
-    watch: bool = True
-    watch_debounce_ms: int = Field(default=300, ge=10, le=60_000)
-    watch_max_events: int = Field(default=2000, ge=1)
-    watch_polling: Literal["auto", "on", "off"] = "auto"
-    watch_poll_ms: int = Field(default=1000, ge=50)
+    # folder watching while `serve` or `mcp` runs (index/watch.py, docs/watching.md)
+    watch: bool = Field(
+        default=True, description="`serve` and `mcp` watch the registered folders and index what changes."
+    )
+    watch_debounce_s: float = Field(
+        default=0.3,
+        ge=0.01,
+        le=60.0,
+        description="A changed file is indexed once its size and mtime held still this long.",
+        json_schema_extra=OPERATOR,
+    )
+    watch_max_events: int = Field(
+        default=2000,
+        ge=1,
+        description="A batch of more changed paths than this rescans the folder instead.",
+        json_schema_extra=OPERATOR,
+    )
+    watch_polling: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="`auto` polls network and FUSE mounts and where native events cannot start; `on` always; "
+        "`off` never.",
+        json_schema_extra=OPERATOR,
+    )
+    watch_poll_s: float = Field(
+        default=1.0, ge=0.05, description="How often polling looks at the tree.", json_schema_extra=OPERATOR
+    )
+
+    if not TYPE_CHECKING:  # mypy keeps the plugin's typed signature
+
+        def __init__(self, **values: Any) -> None:
+            """A keyword that is not a setting is an error (a retired one says what replaced it): `extra` is
+            "ignore" for the environment and files, not for code."""
+            unknown = [k for k in values if k not in type(self).model_fields and not k.startswith("_")]
+            if unknown:
+                raise TypeError(unknown_setting(unknown[0]))
+            super().__init__(**values)
 
     @field_validator("allowed_private_hosts", "extra_ignore_dirs", "mcp_allowed_hosts", mode="before")
     @classmethod
@@ -200,11 +336,19 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml = TomlConfigSettingsSource(settings_cls, toml_file=default_config_path())
+        config = default_config_path()
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=config)
         env_file = os.environ.get("CITEDOCS_ENV_FILE")
         if env_file is not None:  # another .env than the one in the working directory ("" for none)
             dotenv_settings = DotEnvSettingsSource(settings_cls, env_file=env_file or None)
-        return (init_settings, env_settings, dotenv_settings, toml)
+        dotenv = Path(".env") if env_file is None else (Path(env_file) if env_file else None)
+        return (
+            init_settings,
+            env_settings,
+            dotenv_settings,
+            toml,
+            _RetiredSource(settings_cls, dotenv, config),
+        )
 
     @property
     def db_path(self) -> Path:

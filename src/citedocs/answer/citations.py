@@ -43,6 +43,8 @@ __all__ = [
 # the report of the change that set it): true evidence sections score a median ~0.9, the best *other*
 # section ~0.5.
 SUPPORT_THRESHOLD = 0.6
+# an answer with fewer than this share of its checked sentences held by its sources is withheld (`withheld_reason`)
+MIN_SUPPORTED = 0.5
 # A cited passage that holds less than this share of a sentence adds nothing and its citation is dropped,
 # unless it is needed with the others to reach SUPPORT_THRESHOLD.
 MIN_CONTRIBUTION = 0.25
@@ -299,7 +301,7 @@ def _rewrite(
     return f"{text[:cut].rstrip()} {label}{text[cut:]}"
 
 
-def withheld_reason(report: CitationReport, min_supported: float) -> str | None:
+def withheld_reason(report: CitationReport, min_supported: float = MIN_SUPPORTED) -> str | None:
     """Why an answer is not delivered, or None: fewer than `min_supported` of its checked sentences are held by
     its sources (then the refusal is sent and the model's words stay in `raw_answer`).
 
@@ -312,5 +314,4 @@ def withheld_reason(report: CitationReport, min_supported: float) -> str | None:
     if report.supported_fraction >= min_supported:
         return None
     return (f"only {held} of {checked} checked sentences of the model's answer are supported by the sources, "
-            "so it was withheld (its words are in raw_answer; CITEDOCS_MIN_SUPPORTED=0 sends such answers with "
-            "each unsupported sentence marked [unverified])")  # fmt: skip
+            "so it was withheld (its words are in raw_answer)")  # fmt: skip

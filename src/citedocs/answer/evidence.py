@@ -32,6 +32,10 @@ __all__ = [
 
 # The measured opt-in (with the best passage whole: 689 prompt tokens P50 on claude-docs): docs/decisions/answers.md.
 DEFAULT_EVIDENCE_TOKENS = 450
+# What the answer service gives the model: 0, every passage whole (the 450-token windows lost faithfulness
+# 0.73 -> 0.51 with the 1.5B model, docs/benchmarks.md); with a budget, the best EVIDENCE_WHOLE passages whole.
+EVIDENCE_TOKENS = 0
+EVIDENCE_WHOLE = 1
 # Sentences either side of a chosen one: the definition before a list, the condition after a claim.
 WINDOW = 1
 # The heading says what the whole passage is about; it counts for every sentence, but less than the sentence.

@@ -3,8 +3,8 @@
 A documentation site's pages are listed (title, description) before anyone fetches them; a question whose
 best candidates are such links is answered from the pages themselves, fetched at the start of the answer.
 The budget (Settings.ask_fetch_pages, default 5, as many as the passages an answer cites) is fetched side by
-side within a deadline (ask_fetch_timeout_s). On the Claude docs served as a site, 5 pages put a right page
-in the sources of 43 of 60 questions against 38 with 3 and 30 with 1, at the same first-answer latency on
+side within a deadline (ASK_FETCH_TIMEOUT_S in answer/service.py). On the Claude docs served as a site, 5 pages
+put a right page in the sources of 43 of 60 questions against 38 with 3 and 30 with 1, at the same first-answer latency on
 loopback (bench/bench_sites_ask.py). A page that fails or misses the deadline is reported as an event; the
 answer goes on from what is there.
 """

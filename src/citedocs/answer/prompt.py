@@ -135,7 +135,7 @@ def refusal_sentence(language: str) -> str:
 
 # Rule 4 of whole-passage prompts. The partial rule halves wrong refusals of the 1.5B model (0.067-0.100 vs
 # 0.117-0.167 over all 81 claude-docs cases) at a hand-graded faithfulness of 0.71-0.75 vs 0.79-0.84
-# (docs/decisions/answers.md); CITEDOCS_ANSWER_PARTIAL=0 keeps the first rule.
+# (docs/decisions/answers.md); `build_messages(partial=False)` keeps the first rule.
 _PARTIAL_RULE = (
     "4. If the sources answer only part of the question, answer that part. If no source says anything about it, "
     "reply with exactly this sentence and nothing else: "

@@ -5,8 +5,8 @@ Two phases, so a front end can turn setup failures into ordinary errors before i
 `fetching` and one `fetched` per page when the best candidates are site pages not fetched yet, `sources`,
 `evidence`, `token`*, then exactly one `done` or `error`). `stream` joins them for callers that want events
 only. `evidence` comes before the model is called: the few sentences that match the question best, for a
-reader to look at while the model reads (it is not the answer). With `settings.evidence_tokens` > 0 the model
-reads only evidence windows of the passages, numbered as their passages (0, the default: whole passages).
+reader to look at while the model reads (it is not the answer). With `EVIDENCE_TOKENS` > 0 (answer/evidence.py) the
+model reads only evidence windows of the passages, numbered as their passages (0, as set: whole passages).
 Tokens stream raw as the model writes them; `done.answer` is the answer after its citations were checked
 and repaired, each sentence no passage supports marked `[unverified]`, and `done.raw_answer` what the model
 wrote.
@@ -22,13 +22,26 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from citedocs.answer.citations import check_citations, is_refusal, repair_answer, withheld_reason
-from citedocs.answer.evidence import EvidenceWindow, best_sentences, score_sentences, select_evidence
+from citedocs.answer.citations import (
+    MIN_SUPPORTED,
+    check_citations,
+    is_refusal,
+    repair_answer,
+    withheld_reason,
+)
+from citedocs.answer.evidence import (
+    EVIDENCE_TOKENS,
+    EVIDENCE_WHOLE,
+    EvidenceWindow,
+    best_sentences,
+    score_sentences,
+    select_evidence,
+)
 from citedocs.answer.gate import GateDecision, relevance_decision
 from citedocs.answer.pages import PageFetcher, links_to_fetch
 from citedocs.answer.passages import passages
 from citedocs.answer.prompt import build_messages, question_language, refusal_sentence
-from citedocs.answer.repetition import RepetitionGuard
+from citedocs.answer.repetition import STOP_REPEATS, RepetitionGuard
 from citedocs.answer.retriever import Retriever
 from citedocs.answer.stats import AnswerRecord, RollingStats
 from citedocs.answer.telemetry import AnswerTrace, Tracer, make_tracer
@@ -36,6 +49,7 @@ from citedocs.errors import AnswerFailed, CitedocsError, InputError, NotFoundErr
 from citedocs.hits import Hit
 from citedocs.llm.client import ChatModel, Finish, LLMEvent, LLMStreamError, Prices, TokenDelta, Usage
 from citedocs.llm.wire import prompt_estimate
+from citedocs.search.distinct import PASSAGE_OVERLAP
 from citedocs.search.engine import MAX_K, SearchResult
 from citedocs.settings import Settings
 
@@ -60,6 +74,19 @@ EVIDENCE_NOTE = (
 )
 # Sentences in the `evidence` event.
 HIGHLIGHTS = 3
+TEMPERATURE = 0.1  # low: answers quote their sources
+ASK_FETCH_TIMEOUT_S = 15.0  # the longest an answer waits for the site pages it fetches first
+# The constants that decide what an answer is made of, under the names of the settings they once were: an
+# evaluation run records them beside its settings (eval/answers.py), so runs stay comparable.
+ANSWER_CONSTANTS: Mapping[str, float | int | bool] = {
+    "passage_overlap": PASSAGE_OVERLAP,
+    "evidence_tokens": EVIDENCE_TOKENS,
+    "evidence_whole": EVIDENCE_WHOLE,
+    "min_supported": MIN_SUPPORTED,
+    "answer_stop_repeats": STOP_REPEATS,
+    "answer_partial": True,
+    "llm_temperature": TEMPERATURE,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,20 +209,21 @@ class AnswerService:
         return prepared
 
     def _choose_evidence(self, prepared: PreparedAnswer) -> None:
-        """What the model reads (windows, when evidence_tokens > 0) and what the `evidence` event shows."""
+        """What the model reads (windows, when EVIDENCE_TOKENS > 0) and what the `evidence` event shows."""
         if not prepared.gate.allowed:
             return
         chosen = time.perf_counter()
         scored = score_sentences(prepared.question, prepared.hits)
-        if self.settings.evidence_tokens > 0:
-            prepared.evidence = select_evidence(prepared.question, prepared.hits, self.settings.evidence_tokens,
-                                                scored=scored, whole=self.settings.evidence_whole)  # fmt: skip
+        if EVIDENCE_TOKENS > 0:
+            prepared.evidence = select_evidence(
+                prepared.question, prepared.hits, EVIDENCE_TOKENS, scored=scored, whole=EVIDENCE_WHOLE
+            )
         prepared.highlights = best_sentences(prepared.question, prepared.hits, HIGHLIGHTS, scored=scored)
         prepared.evidence_ms = _ms(time.perf_counter() - chosen)
 
     def _passages(self, hits: Sequence[Hit], k: int) -> list[Hit]:
         """What the model reads of a retrieval, before and after fetching pages alike (answer/passages.py)."""
-        return passages(hits, k, overlap=self.settings.passage_overlap)
+        return passages(hits, k, overlap=PASSAGE_OVERLAP)
 
     async def _search(self, question: str, k: int, mode: str | None, source: str | None) -> SearchResult:
         """Twice the passages asked for: unfetched pages (links) among them are not passages to cite."""
@@ -205,7 +233,7 @@ class AnswerService:
         """Fetch the pages the question needs (events as each lands), then retrieve again and gate."""
         assert isinstance(self.retriever, PageFetcher)
         urls, prepared.fetch = prepared.fetch, []
-        timeout_s = self.settings.ask_fetch_timeout_s
+        timeout_s = ASK_FETCH_TIMEOUT_S
         yield AnswerEvent("fetching", {
             "urls": urls, "timeout_s": timeout_s,
             "note": "The best candidates are documentation pages not fetched yet; fetching them first.",
@@ -247,8 +275,7 @@ class AnswerService:
                               "Run `citedocs model install`, or set CITEDOCS_LLM_BASE_URL, or CITEDOCS_LLM_GGUF for a local "
                               "llama.cpp server.")  # fmt: skip
             return
-        messages, _ = build_messages(prepared.question, prepared.hits, evidence=prepared.evidence,
-                                     partial=self.settings.answer_partial)  # fmt: skip
+        messages, _ = build_messages(prepared.question, prepared.hits, evidence=prepared.evidence)
         prepared.messages = messages
         pieces: list[str] = []
         generation_started = time.perf_counter()
@@ -261,10 +288,10 @@ class AnswerService:
                 self.llm.stream_chat(
                     messages,
                     max_tokens=self.settings.llm_max_tokens,
-                    temperature=self.settings.llm_temperature,
+                    temperature=TEMPERATURE,
                 ),
             )
-            guard = RepetitionGuard(self.settings.answer_stop_repeats)
+            guard = RepetitionGuard(STOP_REPEATS)
             async with contextlib.aclosing(stream) as events:
                 async for event in events:
                     if isinstance(event, TokenDelta):
@@ -345,7 +372,7 @@ class AnswerService:
     ) -> AnswerEvent:
         report = check_citations(raw, prepared.hits)
         refused = is_refusal(raw)
-        reason = None if refused else withheld_reason(report, self.settings.min_supported)
+        reason = None if refused else withheld_reason(report)
         refused = refused or reason is not None
         refusal = refusal_sentence(question_language(prepared.question))
         answer = refusal if refused else repair_answer(raw, report, mark_unverified=True)

@@ -197,8 +197,7 @@ async def search(body: SearchRequest, state: StateDep) -> dict[str, Any]:
             body.query, k=body.k, mode=body.mode, source=body.source, file_type=body.file_type, distinct=True
         )
     )
-    return {"query": result.query, "mode": result.mode, "note": result.note,
-            "hits": [hit.to_dict() for hit in result.hits]}  # fmt: skip
+    return result.to_dict()
 
 
 @router.get("/healthz")

@@ -30,6 +30,7 @@ from citedocs.errors import (
     LLMError,
     LLMStreamError,
     ModelMismatchError,
+    NoIndexError,
     NotFoundError,
     ParseError,
     PermissionDenied,
@@ -48,6 +49,7 @@ HTTP_STATUS: Mapping[type[CitedocsError], tuple[int, str]] = {
     ConfigError: (500, "misconfigured"),
     StoreError: (503, "store_unavailable"),
     NotFoundError: (404, "not_found"),
+    NoIndexError: (404, "no_index"),
     AccessDenied: (403, "access_denied"),
     UnsafeURLError: (403, "unsafe_url"),
     PermissionDenied: (403, "scope_denied"),
@@ -106,7 +108,9 @@ def install_error_handlers(app: FastAPI, validation_hints: Mapping[str, str]) ->
             log.warning("%s %s: %s", request.method, request.url.path, exc)
         headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, RateLimited) else None
         return JSONResponse(
-            error_envelope(error.code, error.message, error.hint), status_code=error.status_code, headers=headers
+            error_envelope(error.code, error.message, error.hint),
+            status_code=error.status_code,
+            headers=headers,
         )
 
     @app.exception_handler(RequestValidationError)

@@ -1,50 +1,17 @@
-"""One Host/Origin check in front of every route, against DNS rebinding.
-
-A page on evil.example whose name is re-pointed at 127.0.0.1 reaches this server with `Host: evil.example`
-and its own Origin; a browser can forge neither. So a request is served only when its Host is a loopback name
-or a configured one (`CITEDOCS_MCP_ALLOWED_HOSTS`), and its Origin, when present, is one of those hosts over
-http or https. Patterns are the MCP SDK's (`transport_security`): exact, or `name:*` for any port.
-"""
+"""One Host/Origin check in front of every route, against DNS rebinding: the allow-list of citedocs/hosts.py,
+answered as the HTTP API answers errors (421 for a Host, 403 for an Origin)."""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from citedocs.api.limits import error_envelope
+from citedocs.hosts import LOOPBACK_NAMES, SETTING, allowed_hosts, allowed_origins, matches
 
 __all__ = ["LOOPBACK_NAMES", "HostGuard", "allowed_hosts", "allowed_origins", "matches"]
-
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-SETTING = "CITEDOCS_MCP_ALLOWED_HOSTS"
-_WITH_PORT = re.compile(r"(?:^[^:\[\]]+|\])(:\d+)$")
-
-
-def allowed_hosts(extra: Sequence[str] = ()) -> list[str]:
-    """Loopback names and `extra` ones, each with any port or none (a name given with a port keeps it)."""
-    hosts: list[str] = []
-    for name in (*LOOPBACK_NAMES, *extra):
-        hosts.append(name.lower())
-        if not _WITH_PORT.search(name):
-            hosts.append(f"{name.lower()}:*")
-    return hosts
-
-
-def allowed_origins(hosts: Sequence[str]) -> list[str]:
-    return [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
-
-
-def matches(value: str, patterns: Sequence[str]) -> bool:
-    value = value.lower()
-    for pattern in patterns:
-        if value == pattern:
-            return True
-        if pattern.endswith(":*") and value.startswith(pattern[:-1]) and value[len(pattern) - 1 :].isdigit():
-            return True
-    return False
 
 
 class HostGuard:

@@ -7,12 +7,16 @@ before typer and rich are imported; everything else, and every call those two ca
 from __future__ import annotations
 
 import sys
-from typing import Any
+import warnings
+from typing import Any, TextIO
+
+from citedocs.retired_settings import RetiredSettingWarning
 
 __all__ = ["app", "main"]
 
 
 def main() -> None:
+    warnings.showwarning = _show_warning
     if sys.argv[1:2] == ["search"]:
         from citedocs.cli.fast import fast_search
 
@@ -28,6 +32,24 @@ def main() -> None:
     from citedocs.cli.app import main as run
 
     run()
+
+
+_default_show = warnings.showwarning
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A retired setting is one plain line, as every other message of the command (not a source location)."""
+    if issubclass(category, RetiredSettingWarning):
+        (file or sys.stderr).write(f"warning: {message}\n")
+    else:
+        _default_show(message, category, filename, lineno, file, line)
 
 
 def __getattr__(name: str) -> Any:

@@ -13,9 +13,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from citedocs.cli.common import DbOption, JsonOption, console, out, print_json, run, service, settings_for
+from citedocs.cli.hit_lines import Style, hit_lines
 
 if TYPE_CHECKING:
     from citedocs.index.folders import IndexProgress
+    from citedocs.service import Citedocs
 
 NOTHING_REGISTERED = (
     "Nothing to search yet: no folder or site is registered. "
@@ -70,7 +72,7 @@ def _progress_bar(label: str) -> tuple[Progress, Callable[[IndexProgress], None]
     return bar, update
 
 
-def _index_and_report(app_: Any, name: str | None, force: bool, as_json: bool) -> None:
+def _index_and_report(app_: Citedocs, name: str | None, force: bool, as_json: bool) -> None:
     bar, update = _progress_bar("indexing")
     with bar:
         reports = run(lambda: app_.index(name, force=force, progress=update))
@@ -97,7 +99,7 @@ def _index_and_report(app_: Any, name: str | None, force: bool, as_json: bool) -
         ])  # fmt: skip
 
 
-def _ocr_and_report(app_: Any, as_json: bool) -> None:
+def _ocr_and_report(app_: Citedocs, as_json: bool) -> None:
     """With CITEDOCS_OCR on, the scanned PDFs set aside by indexing are OCRed here (then embedded)."""
     bar = Progress(TextColumn("[bold]OCR"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TextColumn("{task.fields[current]}"), console=console, transient=True)  # fmt: skip
@@ -172,7 +174,7 @@ def remove(
 @app.command("list")
 def list_(db: DbOption = None, as_json: JsonOption = False) -> None:
     """List registered folders and sites with counts and status."""
-    with service(db) as app_:
+    with service(db, create=False) as app_:
         infos = run(app_.list_sources)
         if as_json:
             print_json([i.to_dict() for i in infos])
@@ -201,12 +203,23 @@ def reindex(
 
 @app.command()
 def status(db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Index totals, background jobs and failed files."""
-    with service(db) as app_:
-        data = run(app_.status)
-        from citedocs.llm.model import configured_llm  # settings only: no client, no server
+    """Index totals, background jobs and failed files; the embedder and model of the `citedocs serve` running on
+    this index, asked from it, else those this command's settings would use."""
+    from citedocs.cli import remote
 
-        data["llm"] = configured_llm(app_.settings)
+    with service(db, create=False) as app_:
+        data = run(app_.status)
+        postgres = app_.settings.db.startswith(("postgresql://", "postgres://"))
+        sqlite = None if postgres else app_.settings.db_path.resolve()
+        server = remote.server_status(sqlite)
+        if server is not None:
+            data["server"] = {"url": server["url"], "pid": server["pid"]}
+            data["embedder"], data["llm"] = server["embedder"], server["llm"]
+        else:
+            from citedocs.llm.model import configured_llm  # settings only: no client, no server
+
+            data["server"] = None
+            data["llm"] = configured_llm(app_.settings)
         if as_json:
             print_json(data)
             return
@@ -215,8 +228,12 @@ def status(db: DbOption = None, as_json: JsonOption = False) -> None:
         out.print(
             f"index {data['db']}: {t['indexed']} documents, {t['chunks']} chunks, {t['failed']} failed{links}"
         )
+        if server is not None:
+            out.print(
+                f"server: {server['url']} (pid {server['pid']}) serves this index; its embedder and model:"
+            )
         out.print(_embedder_line(data["embedder"]))
-        out.print(_llm_line(data["llm"]))
+        out.print(_llm_line(data["llm"]) if server is None else _served_llm_line(data["llm"]))
         for job in data["jobs"][:3]:
             out.print(
                 f"  job {job['id']} {job['kind']} {job['state']}: {job['done']}/{job['total']} {job['message'] or ''}"
@@ -256,6 +273,18 @@ def _embedder_line(embedder: dict[str, Any]) -> str:
     )
 
 
+def _served_llm_line(llm: dict[str, Any]) -> str:
+    """The running server's model, as its `GET /status` describes it."""
+    if not llm.get("configured"):
+        return "LLM: none configured on the server; search works (for answers see docs/models.md)"
+    where = f" at {llm['base_url']}" if llm.get("base_url") else ""
+    reachable = (
+        "" if llm.get("reachable") is None else (", reachable" if llm["reachable"] else ", not reachable")
+    )
+    problem = f" ({llm['error']})" if llm.get("error") else ""
+    return f"LLM: {llm.get('model') or 'local'}{where} ({llm.get('state')}{reachable}){problem}"
+
+
 def _llm_line(llm: dict[str, Any]) -> str:
     if llm["kind"] == "external":
         return f"LLM: {llm['base_url']} (model {llm['model']!r})"
@@ -273,7 +302,9 @@ def _llm_line(llm: dict[str, Any]) -> str:
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
-    k: Annotated[int, typer.Option("-k", "--top-k", help="Number of results (1-50).")] = 5,
+    k: Annotated[
+        int | None, typer.Option("-k", "--top-k", help="Number of results (1-50; default CITEDOCS_TOP_K).")
+    ] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="keyword | semantic | hybrid")] = None,
     source: Annotated[
         str | None, typer.Option("--folder", "--source", help="Limit to one folder or site.")
@@ -288,19 +319,17 @@ def search(
 
     A `citedocs serve` running on the same index answers it (its model is warm); otherwise this process searches,
     by keyword unless `--mode` asks for more (loading the embedding model for one query costs seconds). A passage
-    that repeats a better-ranked one is left out for the next one (CITEDOCS_PASSAGE_OVERLAP)."""
-    from citedocs.hits import Hit
-    from citedocs.search.engine import EMPTY_INDEX_NOTE, SearchResult
+    that repeats a better-ranked one is left out for the next one (PASSAGE_OVERLAP, search/distinct.py)."""
+    from citedocs.search.engine import EMPTY_INDEX_NOTE
 
     remote = _search_remote(db, query, k, mode, source, file_type)
     if remote is not None:
         if as_json:
             print_json(remote)
             return
-        hits = [Hit(**{**h, "text": ""}) for h in remote["hits"]]
-        _print_hits(SearchResult(remote["query"], remote["mode"], hits, remote.get("note")), EMPTY_INDEX_NOTE)
+        _print_hits(remote.get("note"), remote["hits"], EMPTY_INDEX_NOTE)
         return
-    with service(db) as app_:
+    with service(db, create=False) as app_:
         one_off = mode is None and app_.embedder is not None
         result = run(
             lambda: app_.search(
@@ -310,17 +339,18 @@ def search(
         )  # fmt: skip
         if one_off and result.hits:
             result.note = ((result.note + " ") if result.note else "") + ONE_OFF_NOTE
+        found = result.to_dict()  # the same object as the HTTP API's /search
         if as_json:
-            print_json(result.to_dict())  # the same object as the HTTP API's /search
+            print_json(found)
             return
         if not result.hits and not run(app_.list_sources):
             out.print(NOTHING_REGISTERED)
             return
-        _print_hits(result, EMPTY_INDEX_NOTE)
+        _print_hits(result.note, found["hits"], EMPTY_INDEX_NOTE)
 
 
 def _search_remote(
-    db: str | None, query: str, k: int, mode: str | None, source: str | None, file_type: str | None
+    db: str | None, query: str, k: int | None, mode: str | None, source: str | None, file_type: str | None
 ) -> dict[str, Any] | None:
     """The running server's answer (its /search object), or None to search here; its errors end the command.
 
@@ -331,7 +361,13 @@ def _search_remote(
     settings = settings_for(db)
     if settings.db.startswith(("postgresql://", "postgres://")):
         return None
-    payload = {"query": query, "k": k, "mode": mode, "source": source, "file_type": file_type}
+    payload = {
+        "query": query,
+        "k": settings.top_k if k is None else k,
+        "mode": mode,
+        "source": source,
+        "file_type": file_type,
+    }
     reply = remote.search(settings.db_path.resolve(), payload)
     if reply is None:
         return None
@@ -343,26 +379,29 @@ def _search_remote(
     return reply.body
 
 
-def _print_hits(result: Any, empty_index_note: str) -> None:
-    if result.note:
-        console.print(f"[dim]note: {result.note}[/dim]")
-    if not result.hits:
-        out.print("No matches." if result.note != empty_index_note else NOTHING_INDEXED)
-    for n, h in enumerate(result.hits, 1):
-        if h.kind == "link":
-            out.print(
-                f"[bold]{n}. {escape(h.heading)}[/bold]  [dim]not fetched · {h.source} · {h.score:.3f}[/dim]"
-            )
-            out.print(f"   {escape(h.path)}", overflow="ignore", crop=False)
-            out.print("   " + escape(h.text), overflow="fold")
-            continue
-        where = f"p. {h.page}" if h.page else f"lines {h.line_start}-{h.line_end}"
-        out.print(
-            f"[bold]{n}. {h.path}[/bold]  [dim]{where} · {h.heading or '—'} · {h.score:.3f} · {h.chunk_id}[/dim]"
-        )
-        out.print(
-            "   " + re.sub(r"\*\*(.+?)\*\*", r"[bold yellow]\1[/bold yellow]", h.snippet.replace("[", r"\["))
-        )
+class _Highlighted(Style):
+    """Hits as rich markup: what they show escaped, matched words highlighted."""
+
+    def text(self, value: str) -> str:
+        return escape(value)
+
+    def strong(self, value: str) -> str:
+        return f"[bold]{value}[/bold]"
+
+    def dim(self, value: str) -> str:
+        return f"[dim]{value}[/dim]"
+
+    def snippet(self, value: str) -> str:
+        return re.sub(r"\*\*(.+?)\*\*", r"[bold yellow]\1[/bold yellow]", escape(value))
+
+
+def _print_hits(note: str | None, hits: list[dict[str, Any]], empty_index_note: str) -> None:
+    if note:
+        console.print(f"[dim]note: {escape(note)}[/dim]")
+    if not hits:
+        out.print("No matches." if note != empty_index_note else NOTHING_INDEXED)
+    for line in hit_lines(hits, _Highlighted()):
+        out.print(line, overflow="ignore", crop=False)
 
 
 @app.command()
@@ -373,7 +412,7 @@ def read(
 ) -> None:
     """Print a file's text (extracted text for pdf/docx/html); only inside registered folders."""
     path, start, end = parse_read_target(target)
-    with service(db) as app_:
+    with service(db, create=False) as app_:
         result = run(lambda: app_.read(path, start, end))
         if as_json:
             print_json({"path": result.path, "start_line": result.start_line, "end_line": result.end_line,
@@ -408,7 +447,7 @@ def ask(
             status = f"{got['chunks']} passages" if got["ok"] else f"failed: {escape(str(got['error']))}"
             console.print(f"[dim]  {escape(got['url'])} · {status} · {got['ms']:.0f} ms[/dim]")
 
-    with service(db) as app_:
+    with service(db, create=False) as app_:
         data = run(lambda: app_.ask(question, k=k, mode=mode, on_event=show))
     if as_json:
         print_json(data)

@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -21,6 +21,9 @@ from citedocs.cli.exits import (
 )
 from citedocs.errors import CitedocsError
 from citedocs.settings import Settings
+
+if TYPE_CHECKING:
+    from citedocs.service import Citedocs
 
 console = Console(stderr=True)
 out = Console(soft_wrap=True, highlight=False)
@@ -38,10 +41,14 @@ def settings_for(db: str | None) -> Settings:
 
 
 @contextmanager
-def service(db: str | None) -> Iterator[Any]:
+def service(db: str | None, *, create: bool = True) -> Iterator[Citedocs]:
+    """The library on the index `db` names (else the settings'), closed after the block. Read-only commands pass
+    `create=False`: a missing index is then an error naming the command that creates it (exit 2)."""
     from citedocs.service import Citedocs
 
-    app_ = run(lambda: Citedocs(settings_for(db)))  # an index that cannot be opened is a message too
+    app_ = run(
+        lambda: Citedocs(settings_for(db), create=create)
+    )  # an index that cannot be opened is a message too
     try:
         yield app_
     finally:

@@ -16,6 +16,7 @@ from citedocs.errors import (
     LLMError,
     LLMStreamError,
     ModelMismatchError,
+    NoIndexError,
     NotFoundError,
     ParseError,
     PermissionDenied,
@@ -25,9 +26,20 @@ from citedocs.errors import (
     UnsafeURLError,
 )
 
-__all__ = ["EXIT_CODES", "EXIT_DENIED", "EXIT_ERROR", "EXIT_NOT_FOUND", "EXIT_UNAVAILABLE", "exit_code_for"]
+__all__ = [
+    "EXIT_CODES",
+    "EXIT_DENIED",
+    "EXIT_ERROR",
+    "EXIT_NOT_FOUND",
+    "EXIT_NO_INDEX",
+    "EXIT_UNAVAILABLE",
+    "exit_code_for",
+]
 
 EXIT_ERROR = 1  # the request cannot be done as given: fix the argument, the setting or the file
+EXIT_NO_INDEX = (
+    2  # a read-only command found no index: create it first (as typer's usage errors, "set up first")
+)
 EXIT_NOT_FOUND = 3
 EXIT_DENIED = 4
 EXIT_UNAVAILABLE = 5  # a service citedocs depends on (index, model, site) failed: retry or check it
@@ -40,6 +52,7 @@ EXIT_CODES: Mapping[type[CitedocsError], int] = {
     ParseError: EXIT_ERROR,
     ModelMismatchError: EXIT_ERROR,
     NotFoundError: EXIT_NOT_FOUND,
+    NoIndexError: EXIT_NO_INDEX,
     AccessDenied: EXIT_DENIED,
     UnsafeURLError: EXIT_DENIED,
     PermissionDenied: EXIT_DENIED,

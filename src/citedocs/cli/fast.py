@@ -11,13 +11,12 @@ handshake (typer and rich were 0.15 s of the 0.65 s to the first `tools/list`).
 from __future__ import annotations
 
 import json
-import os
-import re
 import sys
-from pathlib import Path
 from typing import Any
 
 from citedocs.cli import remote
+from citedocs.cli.hit_lines import hit_lines
+from citedocs.locations import quick_index
 
 __all__ = ["fast_mcp", "fast_search"]
 
@@ -26,7 +25,7 @@ _VALUED = {"-k": "k", "--top-k": "k", "--mode": "mode", "--folder": "source", "-
 
 
 def _parse(argv: list[str]) -> dict[str, Any] | None:
-    found: dict[str, Any] = {"k": "5", "json": False}
+    found: dict[str, Any] = {"k": None, "json": False}
     rest = list(argv)
     while rest:
         arg = rest.pop(0)
@@ -41,27 +40,10 @@ def _parse(argv: list[str]) -> dict[str, Any] | None:
             return None  # --help, an unknown option, a second argument: the full CLI says what to do
         else:
             found["query"] = arg
-    if "query" not in found or not str(found["k"]).isdigit():
+    if "query" not in found or (found["k"] is not None and not str(found["k"]).isdigit()):
         return None
-    found["k"] = int(found["k"])
+    found["k"] = None if found["k"] is None else int(found["k"])
     return found
-
-
-def _index_path(db: str | None) -> Path | None:
-    db = db or os.environ.get("CITEDOCS_DB")
-    if not db:
-        env_file = os.environ.get("CITEDOCS_ENV_FILE")
-        config = os.environ.get("CITEDOCS_CONFIG")
-        if (env_file is None and Path(".env").exists()) or env_file or config:
-            return None  # either could name another index: let Settings decide
-        import platformdirs
-
-        if (Path(platformdirs.user_config_dir("citedocs")) / "config.toml").exists():
-            return None
-        return Path(platformdirs.user_data_dir("citedocs")) / "index.sqlite3"
-    if db.startswith(("postgresql://", "postgres://")):
-        return None
-    return Path(db).expanduser().resolve()
 
 
 def fast_search(argv: list[str]) -> int | None:
@@ -69,9 +51,11 @@ def fast_search(argv: list[str]) -> int | None:
     args = _parse(argv)
     if args is None:
         return None
-    db = _index_path(args.pop("db", None))
+    where = quick_index(args.pop("db", None), args["k"])  # the index and k Settings would resolve, or None
     as_json = args.pop("json")
-    reply = None if db is None else remote.search(db, args)
+    if where is None:
+        return None
+    reply = remote.search(where.db_path, {**args, "k": where.top_k})
     if reply is None:
         return None
     if reply.error is not None:
@@ -87,18 +71,7 @@ def fast_search(argv: list[str]) -> int | None:
         return None  # the full command knows whether to say "add a folder" or "nothing indexed yet"
     if reply.body.get("note"):
         sys.stderr.write(f"note: {reply.body['note']}\n")
-    lines = []
-    for n, h in enumerate(hits, 1):
-        if h.get("kind") == "link":
-            lines += [f"{n}. {h.get('heading')}  not fetched · {h.get('source')} · {h['score']:.3f}",
-                      f"   {h['path']}", "   " + re.sub(r"\*\*(.+?)\*\*", r"\1", h.get("snippet", ""))]  # fmt: skip
-            continue
-        where = f"p. {h['page']}" if h.get("page") else f"lines {h['line_start']}-{h['line_end']}"
-        lines.append(
-            f"{n}. {h['path']}  {where} · {h.get('heading') or '—'} · {h['score']:.3f} · {h['chunk_id']}"
-        )
-        lines.append("   " + re.sub(r"\*\*(.+?)\*\*", r"\1", h.get("snippet", "")))
-    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.write("\n".join(hit_lines(hits)) + "\n")
     return 0
 
 

@@ -9,41 +9,30 @@ local search. Only the standard library is imported here, so the fast path pays 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ServerReply", "announce", "exit_code", "post", "running_server", "search", "server_file"]
+from citedocs.announce import announce, server_file
+
+__all__ = [
+    "ServerReply",
+    "announce",
+    "exit_code",
+    "get",
+    "post",
+    "running_server",
+    "search",
+    "server_file",
+    "server_info",
+    "server_status",
+]
 
 # A search on a warm server takes milliseconds; a hybrid one while the model loads waits for it.
 READ_TIMEOUT_S = 60.0
-
-
-def server_file(db_path: Path) -> Path:
-    return db_path.with_name(db_path.name + ".server.json")
-
-
-@contextlib.contextmanager
-def announce(db_path: Path | None, url: str) -> Iterator[None]:
-    """While the block runs, tell CLI calls on this index where the server is (nothing for PostgreSQL)."""
-    path = None if db_path is None else server_file(db_path)
-    if path is not None:
-        with contextlib.suppress(OSError):
-            tmp = path.with_name(path.name + f".{os.getpid()}")
-            tmp.write_text(json.dumps({"url": url, "pid": os.getpid(), "db": str(db_path)}), encoding="utf-8")
-            os.replace(tmp, path)
-    try:
-        yield
-    finally:
-        if path is not None:
-            with contextlib.suppress(OSError):
-                if json.loads(path.read_text(encoding="utf-8")).get("pid") == os.getpid():
-                    path.unlink()
 
 
 def _alive(pid: int) -> bool:
@@ -58,6 +47,12 @@ def _alive(pid: int) -> bool:
 
 def running_server(db_path: Path | None) -> str | None:
     """The URL of a live `citedocs serve` on this index, or None."""
+    found = server_info(db_path)
+    return None if found is None else found[0]
+
+
+def server_info(db_path: Path | None) -> tuple[str, int] | None:
+    """The URL and pid of a live `citedocs serve` on this index, or None."""
     if db_path is None:
         return None
     try:
@@ -67,7 +62,17 @@ def running_server(db_path: Path | None) -> str | None:
         return None
     if db != str(db_path) or not _alive(pid) or not url.startswith("http://"):
         return None
-    return url.rstrip("/")
+    return url.rstrip("/"), pid
+
+
+def get(url: str, route: str) -> dict[str, Any] | None:
+    """GET a JSON object from the server; None when it cannot be reached or does not answer with one."""
+    try:
+        with urllib.request.urlopen(url + route, timeout=READ_TIMEOUT_S) as response:
+            body = json.loads(response.read())
+    except (OSError, ValueError):
+        return None
+    return body if isinstance(body, dict) else None
 
 
 class ServerReply:
@@ -116,6 +121,19 @@ def search(db_path: Path | None, payload: dict[str, Any]) -> ServerReply | None:
     ):
         return None  # 401: a server with tokens; this process, which can open the index, searches by itself
     return reply
+
+
+def server_status(db_path: Path | None) -> dict[str, Any] | None:
+    """What a `citedocs serve` running on this index says of its embedder and model (its `GET /status`), with
+    `url` and `pid`; None when none runs or it does not answer."""
+    found = server_info(db_path)
+    if found is None:
+        return None
+    url, pid = found
+    body = get(url, "/status")
+    if body is None or not isinstance(body.get("embedder"), dict) or not isinstance(body.get("llm"), dict):
+        return None
+    return {"url": url, "pid": pid, "embedder": body["embedder"], "llm": body["llm"]}
 
 
 def exit_code(status: int) -> int:

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Annotated
 
 import typer
 
 from citedocs.cli.common import DbOption, console, run, settings_for
-
-LOOPBACK_OR_ANY = (
-    "0.0.0.0",
-    "::",
-    "127.0.0.1",
-    "localhost",
-    "::1",
-)  # binds that add no Host name of their own
 
 
 def serve(
@@ -44,22 +35,15 @@ def serve(
     db: DbOption = None,
 ) -> None:
     """HTTP API (/ask, /search, /healthz, /stats), MCP at /mcp and the web page at /."""
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    from citedocs.api.app import create_app
-    from citedocs.api.guard import allowed_hosts, allowed_origins
-    from citedocs.cli.common import exit_code_for
-    from citedocs.cli.remote import announce
+    from citedocs.cli.exits import exit_code_for
     from citedocs.errors import CitedocsError
-    from citedocs.httpd import bind, refuse_open_without_auth, serve
-    from citedocs.httpd import stop_normally_on_signals as stop_normally
-    from citedocs.mcp import http_app
-    from citedocs.service import Citedocs
+    from citedocs.httpd import stop_normally_on_signals
+    from citedocs.server import create_server
 
-    stop_normally()
+    stop_normally_on_signals()
     settings = settings_for(db)
-    settings = settings.model_copy(update={"host": host or settings.host,
-                                           "port": settings.port if port is None else port})  # fmt: skip
+    port = settings.port if port is None else port
+    settings = settings.model_copy(update={"host": host or settings.host, "port": port})
     if read_only:
         settings = settings.model_copy(update={"read_only": True})
     if auth is not None:
@@ -68,43 +52,15 @@ def serve(
             raise typer.Exit(2)
         settings = settings.model_copy(update={"auth": auth})
     try:
-        refuse_open_without_auth(settings.host, settings.auth, no_auth)
-        sock = bind(settings.host, settings.port)
+        server = create_server(settings, folders=folder or (), read_only_tools=read_only, no_auth=no_auth)
     except CitedocsError as exc:  # one line, whatever the terminal's width
         console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         raise typer.Exit(exit_code_for(exc)) from None
-    bound = int(sock.getsockname()[1])
-    try:
-        library = run(partial(Citedocs, settings))
-    except BaseException:
-        sock.close()
-        raise
-    try:
-        for path in folder or []:
-            run(partial(library.add_folder, path))
-        library.start_watching(catch_up=not settings.index_on_start)  # first: no change is missed meanwhile
-        if settings.index_on_start:
-            library.index_in_background()
-        library.start_model()
-        shown = f"[{settings.host}]" if ":" in settings.host else settings.host
-        names = [*settings.mcp_allowed_hosts, *([] if settings.host in LOOPBACK_OR_ANY else [shown])]
-        hosts = allowed_hosts(names)
-        security = TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=allowed_origins(hosts))
-        mcp_app = http_app(library, read_only, host=settings.host, path="/", security=security)
-        api = create_app(settings, library, extra_mounts={"/mcp": mcp_app}, hosts=hosts)
-        if settings.host not in ("127.0.0.1", "localhost", "::1") and not settings.mcp_allowed_hosts:
-            which = "127.0.0.1 or localhost" + ("" if settings.host in LOOPBACK_OR_ANY else f" or {shown}")
-            console.print(f"note: only requests whose Host header is {which} are answered; set "
-                          "CITEDOCS_MCP_ALLOWED_HOSTS to the names clients use.", soft_wrap=True)  # fmt: skip
-        local = "127.0.0.1" if settings.host in LOOPBACK_OR_ANY else shown
-        sqlite_db = None if settings.db.startswith(("postgresql://", "postgres://")) else settings.db_path
-        with announce(sqlite_db, f"http://{local}:{bound}"):  # CLI calls on this index then ask this server
-            guarded = " with tokens" if settings.auth == "tokens" else ""
-            serve(api, sock, settings, on_ready=lambda: console.print(
-                f"citedocs serving http://{shown}:{bound}/ (MCP at /mcp){guarded}", soft_wrap=True))  # fmt: skip
-    finally:
-        library.close()  # waits for a model load or background job still running
-        sock.close()
+    if server.note:
+        console.print(f"note: {server.note}", soft_wrap=True)
+    guarded = " with tokens" if settings.auth == "tokens" else ""
+    ready = f"citedocs serving http://{server.shown}/ (MCP at /mcp){guarded}"
+    server.serve(on_ready=lambda: console.print(ready, soft_wrap=True))
 
 
 def mcp(

@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def site_service(db: str | None) -> Iterator[SiteService]:
+def site_service(db: str | None, *, create: bool = True) -> Iterator[SiteService]:
     """The facade's SiteService; closed with the facade."""
-    with service(db) as app_:
+    with service(db, create=create) as app_:
         yield app_.sites
 
 
@@ -122,7 +122,7 @@ def add_site(
 
 def sites(db: DbOption = None, as_json: JsonOption = False) -> None:
     """List documentation sites with their page counts, status and last error."""
-    with site_service(db) as sites_:
+    with site_service(db, create=False) as sites_:
         infos = run(lambda: sites_.list())
         if as_json:
             print_json([i.to_dict() for i in infos])
@@ -178,7 +178,7 @@ def search_docs(
     as_json: JsonOption = False,
 ) -> None:
     """Ranked search over the pages that registered llms.txt files list (scores 0-1, comparable across sites)."""
-    with site_service(db) as sites_:
+    with site_service(db, create=False) as sites_:
         hits = run(lambda: sites_.search(query, source=source, k=k))
         if as_json:
             print_json([h.to_dict() for h in hits])

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from citedocs.answer.citations import check_citations
-from citedocs.answer.service import AnswerFailed, collect
+from citedocs.answer.service import ANSWER_CONSTANTS, AnswerFailed, collect
 from citedocs.errors import LLMError
 from citedocs.eval.bootstrap import columns, summarize
 from citedocs.eval.cases import Case, sample_cases
@@ -199,7 +199,8 @@ def run_answer_eval(
             )
         finally:
             app.close()
-    meta = run_meta(chosen, settings.model_dump(mode="json"), kind="answer", corpus=str(corpus), **extra)
+    recorded = {**settings.model_dump(mode="json"), **ANSWER_CONSTANTS}  # how the answers were made
+    meta = run_meta(chosen, recorded, kind="answer", corpus=str(corpus), **extra)
     if run_dir is not None:
         write_run(run_dir, per_case, meta, details)
         if pairs:

@@ -30,7 +30,7 @@ def recovered_hits(
     app: Citedocs, case: Case, detail: dict[str, Any], top_k: int, overlap: float = 0.0
 ) -> list[Hit] | None:
     """The passages the run's answer was given, found again by the same search on the run's index and the
-    same choice of passages (`overlap`: the run's CITEDOCS_PASSAGE_OVERLAP; runs made before it had none);
+    same choice of passages (`overlap`: the run's PASSAGE_OVERLAP; runs made before it had none);
     None when they differ from the ones the run recorded (never judge against other text)."""
     found = app.search(case.question, k=min(MAX_K, 2 * top_k), wait_for_model=True).hits
     hits = passages(found, top_k, overlap=overlap)

@@ -14,7 +14,11 @@ from citedocs.parsers.base import Segment
 from citedocs.settings import Settings
 from citedocs.store import DocumentRecord, Store
 
-__all__ = ["chunk_document", "ingest"]
+__all__ = ["CHUNK_MAX_TOKENS", "CHUNK_MIN_TOKENS", "chunk_document", "ingest"]
+
+# a section shorter than this folds into its child section; a longer paragraph than the other is split
+CHUNK_MIN_TOKENS = 60
+CHUNK_MAX_TOKENS = 560
 
 
 def chunk_document(segments: Sequence[Segment], settings: Settings) -> list[ChunkDraft]:
@@ -23,8 +27,8 @@ def chunk_document(segments: Sequence[Segment], settings: Settings) -> list[Chun
         list(segments),
         target=settings.chunk_tokens,
         overlap=settings.chunk_overlap,
-        min_tokens=settings.chunk_min_tokens,
-        max_tokens=settings.chunk_max_tokens,
+        min_tokens=CHUNK_MIN_TOKENS,
+        max_tokens=max(CHUNK_MAX_TOKENS, settings.chunk_tokens),
     )
 
 

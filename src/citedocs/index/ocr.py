@@ -24,15 +24,19 @@ from citedocs.settings import Settings
 from citedocs.store import DocumentRecord, Source, Store
 
 OCR_DONE_PREFIX = "OCR ("
+# render resolution, the time one page may take, and the longest scanned PDF read
+OCR_DPI = 300
+OCR_PAGE_S = 120.0
+OCR_MAX_PAGES = 500
 _CONFIDENCE = re.compile(r"mean word confidence ([0-9.]+)")
 
 
 def ocr_options(settings: Settings) -> OcrOptions:
     return OcrOptions(  # one place maps the settings to the parser's options
         languages=settings.ocr_languages,
-        dpi=settings.ocr_dpi,
-        page_seconds=settings.ocr_page_seconds,
-        max_pages=settings.ocr_max_pages,
+        dpi=OCR_DPI,
+        page_seconds=OCR_PAGE_S,
+        max_pages=OCR_MAX_PAGES,
     )
 
 

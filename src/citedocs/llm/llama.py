@@ -41,6 +41,7 @@ _LOG_TAIL_BYTES = 2000
 # 15-17, so an answer (~1,300 prompt tokens, ~70 written) takes ~5 s less without. Other CPUs keep the default.
 REPACK_SLOWER_ON = frozenset({"avx512_vnni"})
 Repack = Literal["auto", "on", "off"]
+LLAMA_REPACK: Repack = "auto"  # "on"/"off" force it, for a measurement (bench/bench_llama_flags.py)
 
 
 def repack_args(choice: Repack, flags: frozenset[str]) -> list[str]:
@@ -123,8 +124,8 @@ class LlamaServer:
 
     @classmethod
     def from_settings(cls, settings: Settings, **options: object) -> LlamaServer:
-        options.setdefault("repack", settings.llama_repack)
-        return cls(settings.llm_gguf, settings.llama_server, parallel=settings.max_concurrent, **options)  # type: ignore[arg-type]
+        options.setdefault("repack", LLAMA_REPACK)
+        return cls(settings.llm_gguf, settings.llm_server, parallel=settings.max_concurrent, **options)  # type: ignore[arg-type]
 
     @property
     def base_url(self) -> str:
@@ -150,7 +151,7 @@ class LlamaServer:
         if found is None:
             raise ConfigError(
                 f"The llama.cpp server binary {self.binary!r} was not found.",
-                "Set CITEDOCS_LLAMA_SERVER to the path of llama-server, or CITEDOCS_LLM_BASE_URL to a running "
+                "Set CITEDOCS_LLM_SERVER to the path of llama-server, or CITEDOCS_LLM_BASE_URL to a running "
                 "OpenAI-compatible server.",
             )
         return found
@@ -190,7 +191,7 @@ class LlamaServer:
                     self.state, self.last_error = "failed", f"llama-server exited: {tail}"
                     raise LLMError(
                         f"llama-server exited during startup (code {self._process and self._process.returncode}): {tail}",
-                        "Check CITEDOCS_LLM_GGUF and CITEDOCS_LLAMA_SERVER, and that there is enough memory.",
+                        "Check CITEDOCS_LLM_GGUF and CITEDOCS_LLM_SERVER, and that there is enough memory.",
                     )
                 with contextlib.suppress(httpx.HTTPError):
                     if (await client.get(url)).status_code == 200:

@@ -36,7 +36,7 @@ def configured_llm(settings: Settings) -> dict[str, Any]:
                 "base_url": ",".join(redact_url(url) for url in urls)}  # fmt: skip
     if settings.llm_gguf:
         return {"configured": True, "kind": "gguf", "model": settings.llm_model, "gguf": settings.llm_gguf,
-                "llama_server": settings.llama_server}  # fmt: skip
+                "llama_server": settings.llm_server}  # fmt: skip
     installed = chosen_model(settings)
     if installed is not None:
         return {"configured": True, "kind": "installed", "model": installed.name, "gguf": installed.path,
@@ -75,7 +75,7 @@ class ModelHandle:
             return cls(settings, server=LlamaServer.from_settings(settings), owns_client=True)
         installed = chosen_model(settings)
         if installed is not None:
-            local = settings.model_copy(update={"llm_gguf": installed.path, "llama_server": server_binary(settings),
+            local = settings.model_copy(update={"llm_gguf": installed.path, "llm_server": server_binary(settings),
                                                 "llm_model": installed.name})  # fmt: skip
             handle = cls(local, server=LlamaServer.from_settings(local), owns_client=True)
             handle.name = installed.name
@@ -132,7 +132,7 @@ class ModelHandle:
         if state in ("starting", "restarting", "stopped"):
             return (503, f"The local model server is {state}.", "Retry in a few seconds.")
         hint = (f"Run `citedocs model install --model {self.name}` to check the model and server again, then "
-                "restart." if self.name else "Check CITEDOCS_LLM_GGUF and CITEDOCS_LLAMA_SERVER, then restart the server.")  # fmt: skip
+                "restart." if self.name else "Check CITEDOCS_LLM_GGUF and CITEDOCS_LLM_SERVER, then restart the server.")  # fmt: skip
         return (
             503,
             f"The local model server failed: {self.error or self.describe().get('last_error')}",

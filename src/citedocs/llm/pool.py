@@ -28,6 +28,7 @@ from citedocs.settings import Settings
 
 __all__ = ["LLMPool", "split_urls"]
 
+COOLDOWN_S = 5.0  # a failed endpoint's first rest, doubled per consecutive failure up to the next
 MAX_COOLDOWN_S = 60.0
 
 
@@ -60,7 +61,7 @@ class LLMPool:
         clients: Sequence[LLMClient],
         *,
         slots: int | Sequence[int] = 4,
-        cooldown_s: float = 5.0,
+        cooldown_s: float = COOLDOWN_S,
         max_cooldown_s: float = MAX_COOLDOWN_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -87,7 +88,7 @@ class LLMPool:
             LLMClient.from_settings(settings.model_copy(update={"llm_base_url": url}), **options)
             for url in split_urls(settings.llm_base_url)
         ]
-        return cls(clients, slots=settings.llm_slots, cooldown_s=settings.llm_cooldown_s)
+        return cls(clients, slots=settings.llm_slots)
 
     async def aclose(self) -> None:
         for endpoint in self._endpoints:

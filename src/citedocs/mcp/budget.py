@@ -16,8 +16,8 @@ ELLIPSIS = "…"
 
 
 def result_budget(settings: Any, max_chars: int | None = None) -> int:
-    """Every result's character budget: `max_chars`, else the `mcp_max_chars` setting, else the default."""
-    return max_chars or int(getattr(settings, "mcp_max_chars", 0) or DEFAULT_MAX_CHARS)
+    """Every result's character budget: `max_chars`, else the default."""
+    return max_chars or DEFAULT_MAX_CHARS
 
 
 def json_size(value: Any) -> int:

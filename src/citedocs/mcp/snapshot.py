@@ -62,7 +62,7 @@ def sdk_replies(app: Citedocs, messages: Sequence[dict[str, Any] | bytes], *, re
 def settings_for_variant(folder: Path, *, answers: bool) -> Settings:
     """Settings for a throwaway index in `folder`; `answers` configures a model (never contacted)."""
     return Settings(db=str(folder / "index.sqlite3"), llm_base_url="http://127.0.0.1:9/v1" if answers else "",
-                    llm_gguf="", local_model="", models_dir=str(folder / "models"), watch=False,
+                    llm_gguf="", llm_local_model="", llm_models_dir=str(folder / "models"), watch=False,
                     embedder="none", default_sites=False)  # fmt: skip
 
 

@@ -54,7 +54,12 @@ REMOVE = ToolAnnotations(
 )
 
 Mode = Literal["keyword", "semantic", "hybrid"]
-TopK = Annotated[int, Field(ge=1, le=50, description="How many results to return (1-50).")]
+TopK = Annotated[
+    int | None,
+    Field(
+        ge=1, le=50, description="How many results to return (1-50; default: the server's CITEDOCS_TOP_K)."
+    ),
+]
 
 
 def build_server(
@@ -158,7 +163,7 @@ class _FolderTools:
     def search(
         self,
         query: Annotated[str, Field(description="Words or a question; exact identifiers work well.")],
-        top_k: TopK = 5,
+        top_k: TopK = None,
         folder: Annotated[
             str | None, Field(description="Only search this registered folder (or site name).")
         ] = None,
@@ -196,7 +201,7 @@ class _FolderTools:
     def find_similar(
         self,
         path: Annotated[str, Field(description="An indexed file inside a registered folder.")],
-        top_k: TopK = 5,
+        top_k: TopK = None,
     ) -> SimilarOut:
         """Find the indexed passages from other files that are most similar in meaning to this file."""
         finder = getattr(self.app, "find_similar", None)
@@ -278,11 +283,12 @@ class _SiteTools:
             str, Field(description="Words to look for in page titles, descriptions and sections.")
         ],
         source: Annotated[str | None, Field(description="Only this site (a name from docs_home).")] = None,
-        k: TopK = 5,
+        k: TopK = None,
     ) -> dict[str, Any]:
         """Rank the pages of the registered documentation sites (all, or one source). Each hit has source,
         title, url, description, section, score (0-1, comparable across sites) and snippet; pass a hit's url
         to fetch_doc."""
+        k = self.app.settings.top_k if k is None else k
         hits = [h.to_dict() for h in self.sites.search(query, source=source, k=k)]
         fitted = fit_items(hits, self.budget - 400)
         return {"query": query, "hits": fitted.items, "note": fitted.note}

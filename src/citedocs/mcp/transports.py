@@ -8,11 +8,12 @@ through DNS rebinding.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from citedocs.hosts import allowed_hosts as hosts_for
+from citedocs.hosts import allowed_origins
 from citedocs.httpd import bind
 from citedocs.mcp.early import run_stdio, start_background
 
@@ -25,27 +26,17 @@ if TYPE_CHECKING:
 
 __all__ = ["http_app", "main", "run_http", "run_stdio", "start_background", "transport_security"]
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
-
 
 def transport_security(
     port: int | None, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()
 ) -> TransportSecuritySettings:
-    """Host/Origin allow-lists: loopback names with `port` (any port when None), plus `allowed_hosts`."""
+    """Host/Origin allow-lists (citedocs/hosts.py): loopback names and the bind address's with `port` (any port
+    when None), plus `allowed_hosts`."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    names = list(LOOPBACK_HOSTS)
-    if host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
-        names.append(f"[{host}]" if ":" in host else host)
-    with_port = [h for h in allowed_hosts if re.search(r"[^:\]]:\d+$|\]:\d+$", h)]
-    names.extend(h for h in allowed_hosts if h not in with_port)
-    suffix = "*" if port is None else str(port)
-    hosts = [f"{name}:{suffix}" for name in names] + with_port
-    if port in (80, None):
-        hosts.extend(names)
-    origins = [f"{scheme}://{host_port}" for host_port in hosts for scheme in ("http", "https")]
+    hosts = hosts_for(allowed_hosts, bind_host=host, port=port)
     return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=allowed_origins(hosts)
     )
 
 

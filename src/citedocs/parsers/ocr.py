@@ -143,7 +143,7 @@ def ocr_image(command: str, image: bytes, options: OcrOptions, name: str) -> Pag
     except subprocess.TimeoutExpired as exc:
         raise ParseError(
             f"{name}: OCR of one page took longer than {options.page_seconds:g} s; not indexed",
-            "Raise CITEDOCS_OCR_PAGE_SECONDS, or OCR the file yourself (`ocrmypdf in.pdf out.pdf`).",
+            "OCR the file yourself (`ocrmypdf in.pdf out.pdf`).",
         ) from exc
     except OSError as exc:
         raise ParseError(f"{name}: could not run tesseract ({exc.strerror or exc})", INSTALL_HINT) from exc
@@ -202,7 +202,8 @@ def ocr_image_file(data: bytes, name: str, options: OcrOptions) -> ParsedDocumen
     command = _require(options, name, "an image")
     if len(frames) > options.max_pages:
         raise ParseError(
-            f"{name}: {len(frames)} frames, more than CITEDOCS_OCR_MAX_PAGES ({options.max_pages})"
+            f"{name}: {len(frames)} frames, more than {options.max_pages}",
+            "OCR it yourself (`ocrmypdf in.pdf out.pdf`) and index the result.",
         )
     pages = [ocr_image(command, frame, options, name) for frame in frames]
     return _document("image", pages)
@@ -234,8 +235,8 @@ def ocr_pdf(data: bytes, name: str, options: OcrOptions) -> ParsedDocument:
         count = len(doc)
         if count > options.max_pages:
             raise ParseError(
-                f"{name}: a scanned PDF of {count} pages, more than CITEDOCS_OCR_MAX_PAGES ({options.max_pages})",
-                "Raise CITEDOCS_OCR_MAX_PAGES to OCR it, or OCR it yourself (`ocrmypdf in.pdf out.pdf`).",
+                f"{name}: a scanned PDF of {count} pages, more than {options.max_pages}",
+                "OCR it yourself (`ocrmypdf in.pdf out.pdf`).",
             )
         for index in range(count):
             checkpoint()

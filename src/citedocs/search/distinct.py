@@ -13,7 +13,11 @@ from collections.abc import Sequence
 from citedocs.hits import Hit
 from citedocs.text.terms import Terms, coverage, extract_terms
 
-__all__ = ["distinct_hits", "repeats"]
+__all__ = ["PASSAGE_OVERLAP", "distinct_hits", "repeats"]
+
+# A passage whose content terms are this much covered by a better one is left out of search results and of what
+# the model reads (the next one takes its place in search): 26 of 65 claude-docs prompts held one.
+PASSAGE_OVERLAP = 0.8
 
 
 def repeats(hits: Sequence[Hit], overlap: float) -> list[int]:

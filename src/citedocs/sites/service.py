@@ -210,7 +210,9 @@ class SiteService:
         self._seed_defaults()
         page = self.pages.fetch(url)
         if not access.current().sees(page.source):
-            raise NotFoundError(f"{url} is not a page of a registered site.", "Run search_docs to find pages.")
+            raise NotFoundError(
+                f"{url} is not a page of a registered site.", "Run search_docs to find pages."
+            )
         return page
 
     def prefetch(
@@ -227,7 +229,7 @@ class SiteService:
         source = self._site(name)
         todo = pages_to_fetch(self.tables.links(source.id), set(self.tables.page_urls(source.id)), limit)
         robots = read_robots(self.fetcher, source.uri) if todo else Robots(None, 0.0)
-        delay = max(self.settings.site_fetch_delay_s, robots.crawl_delay)
+        delay = robots.crawl_delay
         job = self.store.start_job(source.id, "fetch", len(todo))
 
         def report(state: PrefetchProgress) -> None:

@@ -35,7 +35,17 @@ from citedocs.sources.ssrf import (
 if TYPE_CHECKING:
     from citedocs.settings import Settings
 
-__all__ = ["FetchResult", "GuardedBackend", "GuardedFetcher", "GuardedTransport"]
+__all__ = [
+    "FETCH_MAX_BYTES",
+    "FETCH_TIMEOUT_S",
+    "FetchResult",
+    "GuardedBackend",
+    "GuardedFetcher",
+    "GuardedTransport",
+]
+
+FETCH_MAX_BYTES = 10 * 1024 * 1024  # a larger page is refused
+FETCH_TIMEOUT_S = 20.0  # one page, redirects included
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 SAFE_ENCODINGS = frozenset({"", "identity", "gzip", "x-gzip", "deflate"})
@@ -176,8 +186,8 @@ class GuardedFetcher:
         self,
         *,
         allowed_private_hosts: Collection[str] = (),
-        max_bytes: int = 10 * 1024 * 1024,
-        timeout_s: float = 20.0,
+        max_bytes: int = FETCH_MAX_BYTES,
+        timeout_s: float = FETCH_TIMEOUT_S,
         connect_timeout_s: float = 10.0,
         max_redirects: int = 5,
         resolver: Resolver | None = None,
@@ -203,11 +213,7 @@ class GuardedFetcher:
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> GuardedFetcher:
-        options: dict[str, Any] = {
-            "allowed_private_hosts": settings.allowed_private_hosts,
-            "max_bytes": settings.fetch_max_bytes,
-            "timeout_s": settings.fetch_timeout_s,
-        }
+        options: dict[str, Any] = {"allowed_private_hosts": settings.allowed_private_hosts}
         return cls(**(options | overrides))
 
     def fetch(
@@ -308,13 +314,13 @@ class GuardedFetcher:
     def _timed_out(self, target: ParsedURL) -> FetchError:
         return FetchError(
             f"timed out fetching {target.url} (limit {self.timeout_s:g} s).",
-            "The site is slow or unreachable; try again later or raise CITEDOCS_FETCH_TIMEOUT_S.",
+            "The site is slow or unreachable; try again later.",
         )
 
     def _too_big(self, target: ParsedURL, what: str) -> FetchError:
         return FetchError(
             f"{target.url} {what}; the limit is {self.max_bytes} bytes, so the download was stopped.",
-            "Raise CITEDOCS_FETCH_MAX_BYTES (or max_bytes) if this page is really that large.",
+            "Save the page and add its folder instead (`citedocs add FOLDER`) if it is really that large.",
         )
 
     def _transport_error(self, target: ParsedURL, exc: Exception) -> FetchError:

@@ -13,15 +13,16 @@ def is_postgres(db: str) -> bool:
     return db.startswith(POSTGRES_SCHEMES)
 
 
-def open_store(db: str) -> Store:
-    """The store named by the `db` setting: a `postgresql://` URL, else a SQLite file path."""
+def open_store(db: str, *, create: bool = True) -> Store:
+    """The store named by the `db` setting: a `postgresql://` URL, else a SQLite file path. Without `create`
+    a SQLite index must exist at this version already (read-only commands; a server's database is its own)."""
     if is_postgres(db):
         from citedocs.store.postgres import PostgresStore
 
         return PostgresStore(db)
     from pathlib import Path
 
-    return SQLiteStore(Path(db).expanduser())
+    return SQLiteStore(Path(db).expanduser(), create=create)
 
 
 __all__ = [

@@ -18,6 +18,15 @@ def migrations() -> list[tuple[int, str]]:
     return sorted(found)
 
 
+def schema_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def latest_version() -> int:
+    steps = migrations()
+    return steps[-1][0] if steps else 0
+
+
 def migrate(conn: sqlite3.Connection) -> int:
     """Bring the schema up to date; refuse a database newer than this code."""
     current = int(conn.execute("PRAGMA user_version").fetchone()[0])

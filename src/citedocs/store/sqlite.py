@@ -12,19 +12,22 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from citedocs.errors import StoreError
+from citedocs.errors import CitedocsError, NoIndexError, StoreError
 from citedocs.store.base import Connection, Store, document_filter, placeholders
 from citedocs.store.leases import Lease, file_lease_held, try_file_lease
-from citedocs.store.migrate import migrate
+from citedocs.store.migrate import latest_version, migrate, schema_version
 from citedocs.store.records import ChunkRecord
 from citedocs.text.analyzer import fts_match
 from citedocs.text.fts5 import fts5_tokens
 
 
-def connect(path: Path | str) -> sqlite3.Connection:
-    """The one connection factory: WAL, foreign keys, a busy timeout for concurrent writers."""
+def connect(path: Path | str, *, create: bool = True) -> sqlite3.Connection:
+    """The one connection factory: WAL, foreign keys, a busy timeout for concurrent writers. Without `create`
+    the file must exist already (nothing, not even its folder, is made)."""
+    if not create and str(path) != ":memory:" and not Path(path).is_file():
+        raise NoIndexError(f"There is no index at {path}.", CREATE_HINT)
     try:
-        if str(path) != ":memory:":
+        if create and str(path) != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a file where a folder should be, no permission, a read-only disk
         raise StoreError(
@@ -45,14 +48,56 @@ def connect(path: Path | str) -> sqlite3.Connection:
     return conn
 
 
+CREATE_HINT = (
+    "Read-only commands (search, ask, read, status, list) create no index: run `citedocs add FOLDER` (or "
+    "`citedocs add-site NAME URL`) to create it, or pass --db (CITEDOCS_DB) with the index you meant."
+)
+
+
+def _not_usable(path: str, version: int) -> CitedocsError:
+    """Why a read-only command cannot use the file at `path` as it is."""
+    if version == 0:
+        return NoIndexError(f"{path} is not a citedocs index.", CREATE_HINT)
+    if version > latest_version():
+        return StoreError(
+            f"The index at {path} was written by a newer citedocs (schema {version}).",
+            "Upgrade citedocs, or point --db at another file.",
+        )
+    return StoreError(
+        f"The index at {path} was written by an older citedocs (schema {version}, this one needs "
+        f"{latest_version()}).",
+        "Run `citedocs reindex` once to upgrade it (read-only commands do not change an index).",
+    )
+
+
+def _check_usable(path: str) -> None:
+    if not Path(path).is_file():
+        raise NoIndexError(f"There is no index at {path}.", CREATE_HINT)
+    probe = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        version = schema_version(probe)
+    finally:
+        probe.close()
+    if version != latest_version():
+        raise _not_usable(path, version)
+
+
 class SQLiteStore(Store):
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, create: bool = True) -> None:
+        """Open (and create or migrate) the index at `path`; without `create`, only an existing index of this
+        version is opened, as read-only commands need (an index they cannot use is an error saying why)."""
         self.path = str(path)
         self._local = threading.local()
         self._write_lock = threading.RLock()
-        conn = self._conn()
+        self._create = create
         try:
-            migrate(conn)
+            if (
+                not create
+            ):  # looked at read-only first: a file that is no index of this version is left untouched
+                _check_usable(self.path)
+            conn = self._conn()
+            if create:
+                migrate(conn)
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"{self.path} is not a citedocs index ({exc}).", "Pass --db to use another file."
@@ -62,7 +107,7 @@ class SQLiteStore(Store):
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = connect(self.path)
+            conn = connect(self.path, create=self._create)
             self._local.conn = conn
         return conn
 

@@ -253,7 +253,7 @@ function handle(event, data, state) {
       notes.push("Removed citations to sources that do not exist: " + data.invalid_citations.map((n) => "[" + n + "]").join(" ") + ".");
     }
     if (data.truncated) notes.push("The answer was cut at the token limit (CITEDOCS_LLM_MAX_TOKENS).");
-    if (data.finish_reason === "repetition") notes.push("The model began repeating itself, so it was stopped; the answer keeps one copy (CITEDOCS_ANSWER_STOP_REPEATS).");
+    if (data.finish_reason === "repetition") notes.push("The model began repeating itself, so it was stopped; the answer keeps one copy.");
     notice(notes.join(" "), notes.length ? "warn" : "");
   } else if (event === "error") {
     state.finished = true;
