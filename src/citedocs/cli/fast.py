@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from citedocs.cli import remote
+from citedocs.cli.terminal import one_line
 
 __all__ = ["fast_mcp", "fast_search"]
 
@@ -86,18 +87,19 @@ def fast_search(argv: list[str]) -> int | None:
     if not hits:
         return None  # the full command knows whether to say "add a folder" or "nothing indexed yet"
     if reply.body.get("note"):
-        sys.stderr.write(f"note: {reply.body['note']}\n")
+        sys.stderr.write(f"note: {one_line(reply.body['note'])}\n")
     lines = []
     for n, h in enumerate(hits, 1):
         if h.get("kind") == "link":
-            lines += [f"{n}. {h.get('heading')}  not fetched · {h.get('source')} · {h['score']:.3f}",
-                      f"   {h['path']}", "   " + re.sub(r"\*\*(.+?)\*\*", r"\1", h.get("snippet", ""))]  # fmt: skip
+            lines += [f"{n}. {one_line(h.get('heading'))}  not fetched · {one_line(h.get('source'))} · {h['score']:.3f}",
+                      f"   {one_line(h['path'])}", "   " + re.sub(r"\*\*(.+?)\*\*", r"\1", one_line(h.get("snippet", "")))]  # fmt: skip
             continue
         where = f"p. {h['page']}" if h.get("page") else f"lines {h['line_start']}-{h['line_end']}"
         lines.append(
-            f"{n}. {h['path']}  {where} · {h.get('heading') or '—'} · {h['score']:.3f} · {h['chunk_id']}"
+            f"{n}. {one_line(h['path'])}  {where} · {one_line(h.get('heading') or '—')} · {h['score']:.3f} · "
+            f"{one_line(h['chunk_id'])}"
         )
-        lines.append("   " + re.sub(r"\*\*(.+?)\*\*", r"\1", h.get("snippet", "")))
+        lines.append("   " + re.sub(r"\*\*(.+?)\*\*", r"\1", one_line(h.get("snippet", ""))))
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
