@@ -27,6 +27,7 @@ from citedocs.sources.confined import (
     outside,
     size_cap_problem,
 )
+from citedocs.sources.secrets import secret_folder_problem
 
 DEFAULT_IGNORED_DIRS = frozenset(
     {
@@ -366,8 +367,8 @@ def system_folder_problem(resolved: Path) -> str | None:
         return f"{resolved} is a system root, not a folder of documents"
     try:
         home = Path.home().resolve()
-    except (OSError, RuntimeError):
-        return None
+    except (OSError, RuntimeError, KeyError):
+        return secret_folder_problem(resolved, None)
     if resolved == home:
         return f"{resolved} is your whole home folder (keys, tokens and browser profiles live there)"
-    return None
+    return secret_folder_problem(resolved, home)
