@@ -83,6 +83,8 @@ class Settings(BaseSettings):
     fetch_timeout_s: float = 20.0
     fetch_max_bytes: int = 10 * 1024 * 1024
     page_cache_size: int = 256
+    # Fetch only under a site's llms.txt origin and directory, listed links and redirects included (docs/sites.md).
+    sites_same_origin: bool = False
     # An answer whose best candidates are pages not fetched yet fetches at most this many first (0: never),
     # waiting at most ask_fetch_timeout_s for them (docs/sites.md, "Asking a site").
     ask_fetch_pages: int = Field(default=5, ge=0, le=10)
