@@ -129,7 +129,12 @@ async def sampler(pid: int, level: Level, stop: float, t0: float) -> None:
 
 async def run_level(url: str, pid: int, users: int, duration: float) -> Level:
     level = Level(users)
-    limits = httpx.Limits(max_connections=users + 4, max_keepalive_connections=users + 4)
+    # An idle connection is dropped by the client before uvicorn's 5 s keep-alive ends it: with both at 5 s, a
+    # user back from a 503's Retry-After sends on a connection the server is closing (ReadError, 8 of them at 64
+    # users in the first run), a client-side race rather than a server failure.
+    limits = httpx.Limits(
+        max_connections=users + 4, max_keepalive_connections=users + 4, keepalive_expiry=2.0
+    )
     async with httpx.AsyncClient(timeout=httpx.Timeout(120.0), limits=limits) as client:
         t0 = time.monotonic()
         stop = t0 + duration
