@@ -14,6 +14,7 @@ OPPOSITES = [
     ("Zebras need 20 liters of water per day.", "Zebras do not need 20 liters of water per day."),
     ("Zebras need 20 liters of water per day.", "Zebras don't need 20 liters of water per day."),
     ("Zebras need 20 liters of water per day.", "Zebras never need 20 liters of water per day."),
+    ("Zebras need 20 liters of water per day.", "Zebras don\u2019t need 20 liters of water per day."),
     (
         "You must restart the server after changing the port.",
         "You must not restart the server after changing the port.",
@@ -39,6 +40,19 @@ SAME = [
     ("キャッシュはデフォルトで無効です。", "キャッシュはデフォルトで有効ではありません。"),
     ("ログは少ない。", "ログは少ないです。"),
     ("ファイルを保存する必要があります。", "ファイルを保存しなければならない。"),
+    # seen in saved answers (eval/baseline): a negation elsewhere in the passage's sentence is not the claim's
+    (
+        "Get your Claude API key. If you don\u2019t yet have an API key, you can make API keys in the Claude Console.",
+        "Get your Claude API key from the Claude Console.",
+    ),
+    (
+        "Without a role, Claude\u2019s analysis lacks depth:",
+        "Without a role, Claude's analysis lacks depth, as it lacks the context.",
+    ),
+    (
+        "Each subtask gets full attention, reducing inconsistency errors.",
+        "Chaining reduces errors and inconsistency by breaking tasks into subtasks without losing attention.",
+    ),
 ]
 
 
