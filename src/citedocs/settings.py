@@ -152,6 +152,11 @@ class Settings(BaseSettings):
         description="Fetched site pages kept in memory (0: no limit).",
         json_schema_extra=OPERATOR,
     )
+    sites_same_origin: bool = Field(
+        default=False,
+        description="Fetch site pages only under each llms.txt's origin and directory: listed links to other "
+        "origins and redirects that leave it are refused (docs/sites.md).",
+    )
     ask_fetch_pages: int = Field(
         default=5,
         ge=0,

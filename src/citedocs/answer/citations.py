@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from citedocs.answer.polarity import states_the_opposite
 from citedocs.answer.prompt import REFUSAL_SENTENCES
 from citedocs.answer.sentences import Marker, find_markers, parse_citations, split_sentences, strip_markers
 from citedocs.errors import InputError
@@ -54,6 +55,7 @@ MAX_SOURCES_PER_SENTENCE = 2
 REFUSAL_SIMILARITY = 0.8
 # What the delivered answer shows after a sentence no passage supports (after the citations it kept).
 UNVERIFIED_MARK = "[unverified]"
+_NOTHING = Terms(frozenset(), frozenset(), frozenset())
 
 
 @dataclass(slots=True)
@@ -163,7 +165,10 @@ def check_citations(answer: str, passages: Sequence[Hit]) -> CitationReport:
     for span in split_sentences(answer):
         own = [m for m in markers if span.start <= m.start < span.end]
         text = answer[span.start : span.end]
-        sentences.append(_check_sentence(text, span.start, span.end, span.kind, own, passage_terms))
+        # a passage that states the opposite ("do not need" against "need") supports nothing it shares terms with
+        held = [_NOTHING if states_the_opposite(strip_markers(text), f"{p.heading}\n{p.text}") else t
+                for p, t in zip(passages, passage_terms, strict=True)]  # fmt: skip
+        sentences.append(_check_sentence(text, span.start, span.end, span.kind, own, held))
     used = sorted({n for s in sentences for n in _final_citations(s, count)})
     return CitationReport(
         answer=answer,

@@ -41,6 +41,7 @@ from citedocs.api.page_routes import router as page_router
 from citedocs.api.sources import SOURCE_HINTS, BackgroundJobs
 from citedocs.api.sources import router as sources_router
 from citedocs.api.streaming import AnswerEventStream, ClientGone, run_until_disconnect
+from citedocs.api.text_guard import TextGuard
 from citedocs.errors import CitedocsError, InputError, NotFoundError
 from citedocs.llm.client import ChatModel
 from citedocs.llm.model import ModelHandle
@@ -301,6 +302,7 @@ def create_app(
     for path, sub in mounts.items():
         api.mount(path, sub)
     install_error_handlers(api, {**VALIDATION_HINTS, **SOURCE_HINTS, "/read": READ_HINT})
+    api.add_middleware(TextGuard, exempt=tuple(mounts))
     api.add_middleware(BodyLimitMiddleware, limit=MAX_BODY_BYTES, exempt=tuple(mounts))
     api.add_middleware(BareMountPaths, paths=tuple(mounts))
     if settings.auth == "tokens":

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from citedocs.cli.common import DbOption, JsonOption, console, out, print_json, run, service, settings_for
 from citedocs.cli.hit_lines import Style, hit_lines
+from citedocs.cli.terminal import one_line, shown
 
 if TYPE_CHECKING:
     from citedocs.index.folders import IndexProgress
@@ -115,18 +116,18 @@ def _ocr_and_report(app_: Citedocs, as_json: bool) -> None:
         out.print(f"OCR: {state.ocred} scanned PDFs read ({state.pages} pages), {state.failed} failed, "
                   f"in {state.seconds:.1f} s")  # fmt: skip
         for path, why in state.failures[:20]:
-            out.print(f"  [yellow]failed[/yellow] {path}: {why}")
+            out.print(f"  [yellow]failed[/yellow] {escape(one_line(path))}: {escape(one_line(why))}")
 
 
 def _print_index_reports(reports: list[Any]) -> None:
     for r in reports:
         out.print(
-            f"[bold]{r.source}[/bold]: {r.total} files — {r.indexed} indexed, {r.unchanged} unchanged, "
+            f"[bold]{escape(one_line(r.source))}[/bold]: {r.total} files — {r.indexed} indexed, {r.unchanged} unchanged, "
             f"{r.failed} failed, {r.removed} removed in {r.seconds:.2f} s"
             + (f", {r.ocr_pending} scanned PDFs waiting for OCR" if r.ocr_pending else "")
         )
         for path, why in r.failures[:20]:
-            out.print(f"  [yellow]failed[/yellow] {path}: {why}")
+            out.print(f"  [yellow]failed[/yellow] {escape(one_line(path))}: {escape(one_line(why))}")
         if len(r.failures) > 20:
             out.print(f"  … and {len(r.failures) - 20} more (see `citedocs status --json`)")
 
@@ -153,7 +154,7 @@ def add(
         source = run(lambda: app_.add_folder(path, include or (), exclude or (),
                                              allow_system_folder=allow_system_folder))  # fmt: skip
         if not as_json:
-            out.print(f"registered [bold]{source.uri}[/bold]")
+            out.print(f"registered [bold]{escape(one_line(source.uri))}[/bold]")
         if not no_index:
             _index_and_report(app_, source.name, False, as_json)
         elif as_json:
@@ -168,7 +169,7 @@ def remove(
     """Unregister a folder or site and purge its index data (your files are untouched)."""
     with service(db) as app_:
         source = run(lambda: app_.remove(target))
-        out.print(f"removed {source.name}")
+        out.print(f"removed {escape(one_line(source.name))}")
 
 
 @app.command("list")
@@ -185,7 +186,7 @@ def list_(db: DbOption = None, as_json: JsonOption = False) -> None:
         # Not a table: a table cuts or folds the path that `citedocs remove` needs to fit the terminal.
         for i in infos:
             where = i.uri if i.kind == "folder" else f"{i.name} {i.uri}"
-            out.print(f"{i.kind} [bold]{escape(where)}[/bold]", overflow="ignore", crop=False)
+            out.print(f"{i.kind} [bold]{escape(one_line(where))}[/bold]", overflow="ignore", crop=False)
             out.print(f"  {i.docs} docs · {i.chunks} chunks · {i.failed} failed · {i.status}")
 
 
@@ -244,9 +245,11 @@ def status(db: DbOption = None, as_json: JsonOption = False) -> None:
             out.print(f"OCR: {state} ({ocr['languages']}), {ocr['pending']} scanned PDFs waiting, "
                       f"{len(ocr['ocred'])} OCRed" + (f"; {ocr['problem']}" if ocr["problem"] else ""))  # fmt: skip
         for f in data["failures"][:20]:
-            out.print(f"  [yellow]failed[/yellow] {f['path']}: {f['reason']}")
+            out.print(
+                f"  [yellow]failed[/yellow] {escape(one_line(f['path']))}: {escape(one_line(f['reason']))}"
+            )
         for watched in data.get("watch", []):
-            out.print(escape(_watch_line(watched)), soft_wrap=True)
+            out.print(escape(shown(_watch_line(watched))), soft_wrap=True)
 
 
 def _watch_line(w: dict[str, Any]) -> str:
@@ -397,7 +400,7 @@ class _Highlighted(Style):
 
 def _print_hits(note: str | None, hits: list[dict[str, Any]], empty_index_note: str) -> None:
     if note:
-        console.print(f"[dim]note: {escape(note)}[/dim]")
+        console.print(f"[dim]note: {escape(one_line(note))}[/dim]")
     if not hits:
         out.print("No matches." if note != empty_index_note else NOTHING_INDEXED)
     for line in hit_lines(hits, _Highlighted()):
@@ -418,7 +421,7 @@ def read(
             print_json({"path": result.path, "start_line": result.start_line, "end_line": result.end_line,
                         "total_lines": result.total_lines, "text": result.text})  # fmt: skip
             return
-        sys.stdout.write(result.text + "\n")
+        sys.stdout.write(shown(result.text) + "\n")
 
 
 @app.command()
@@ -435,17 +438,19 @@ def ask(
         if as_json:
             return
         if event.event == "evidence" and event.data.get("evidence"):
-            sys.stdout.write(evidence_text(event.data))
+            sys.stdout.write(shown(evidence_text(event.data)))
             sys.stdout.flush()
         elif event.event == "token":
-            sys.stdout.write(event.data["text"])
+            sys.stdout.write(shown(event.data["text"]))  # model output: never terminal control
             sys.stdout.flush()
         elif event.event == "fetching" and not as_json:
             console.print(f"[dim]fetching {len(event.data['urls'])} documentation page(s) first …[/dim]")
         elif event.event == "fetched" and not as_json:
             got = event.data
             status = f"{got['chunks']} passages" if got["ok"] else f"failed: {escape(str(got['error']))}"
-            console.print(f"[dim]  {escape(got['url'])} · {status} · {got['ms']:.0f} ms[/dim]")
+            console.print(
+                f"[dim]  {escape(one_line(got['url']))} · {one_line(status)} · {got['ms']:.0f} ms[/dim]"
+            )
 
     with service(db, create=False) as app_:
         data = run(lambda: app_.ask(question, k=k, mode=mode, on_event=show))
@@ -454,7 +459,7 @@ def ask(
         return
     if data.get("raw_answer") or data.get("refused_before_model"):
         sys.stdout.write("\n\n")
-    out.print("[bold]Answer (citations checked):[/bold] " + str(data.get("answer", "")).replace("[", r"\["))
+    out.print("[bold]Answer (citations checked):[/bold] " + shown(data.get("answer", "")).replace("[", r"\["))
     cited = set(data.get("citations") or [])
     for source in data.get("sources", []):
         if source["n"] in cited:
@@ -463,13 +468,14 @@ def ask(
                 if source.get("page")
                 else f"lines {source['line_start']}-{source['line_end']}"
             )
-            out.print(f"  \\[{source['n']}] {source['path']} · {where} · {source.get('heading') or '—'}")
+            path, heading = escape(one_line(source["path"])), escape(one_line(source.get("heading") or "—"))
+            out.print(f"  \\[{source['n']}] {path} · {where} · {heading}")
     if data.get("invalid_citations"):
         out.print(f"[yellow]removed citations to missing sources: {data['invalid_citations']}[/yellow]")
     if data.get("finish_reason") == "repetition":
         out.print("[dim](the model began repeating itself and was stopped; the answer keeps one copy)[/dim]")
     if data.get("refused") and data.get("refusal_reason") and not data.get("refused_before_model"):
-        out.print(f"[dim](withheld: {escape(str(data['refusal_reason']))})[/dim]")
+        out.print(f"[dim](withheld: {escape(one_line(data['refusal_reason']))})[/dim]")
     elif data.get("refused"):
         out.print("[dim](refused: the documents do not answer this)[/dim]")
 
@@ -478,7 +484,7 @@ def evidence_text(data: dict[str, Any]) -> str:
     """The `evidence` event as `citedocs ask` prints it while the model reads."""
     lines = ["While the model reads, the sentences that match best (not the answer):"]
     for item in data["evidence"]:
-        name = str(item["path"]).rstrip("/").rsplit("/", 1)[-1]
+        name = one_line(str(item["path"]).rstrip("/").rsplit("/", 1)[-1])
         where = f"p. {item['page']}" if item.get("page") else f"{item['line_start']}-{item['line_end']}"
         text = " ".join(str(item["text"]).split())
         lines.append(f"  [{item['n']}] {text}  ({name}:{where})")
@@ -518,7 +524,7 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except typer.TyperException as exc:  # typer's usage errors (its click exceptions) derive from it
-        console.print(f"[red]error:[/red] {escape(exc.format_message())}", highlight=False)
+        console.print(f"[red]error:[/red] {escape(shown(exc.format_message()))}", highlight=False)
         ctx = getattr(exc, "ctx", None)
         command = ctx.command_path if ctx is not None else "citedocs"
         console.print(f"  Run `{escape(command)} --help` to see how to call it.", highlight=False)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from citedocs.cli.exits import (
     EXIT_CODES,
@@ -19,6 +20,7 @@ from citedocs.cli.exits import (
     EXIT_UNAVAILABLE,
     exit_code_for,
 )
+from citedocs.cli.terminal import shown
 from citedocs.errors import CitedocsError
 from citedocs.settings import Settings
 
@@ -60,7 +62,7 @@ def run(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except CitedocsError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(shown(str(exc)))}")
         code = exit_code_for(exc)
         raise typer.Exit(code) from None
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from citedocs.cli import remote
 from citedocs.cli.hit_lines import hit_lines
+from citedocs.cli.terminal import one_line
 from citedocs.locations import quick_index
 
 __all__ = ["fast_mcp", "fast_search"]
@@ -70,7 +71,7 @@ def fast_search(argv: list[str]) -> int | None:
     if not hits:
         return None  # the full command knows whether to say "add a folder" or "nothing indexed yet"
     if reply.body.get("note"):
-        sys.stderr.write(f"note: {reply.body['note']}\n")
+        sys.stderr.write(f"note: {one_line(reply.body['note'])}\n")
     sys.stdout.write("\n".join(hit_lines(hits)) + "\n")
     return 0
 

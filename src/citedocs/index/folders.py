@@ -22,7 +22,7 @@ from citedocs.parsers import IMAGE_EXTENSIONS, SUPPORTED_EXTENSIONS, format_for,
 from citedocs.parsers.pdf import NO_TEXT
 from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle
-from citedocs.sources.folders import DEFAULT_IGNORED_DIRS, FoundFile, scan_paths, walk_folder
+from citedocs.sources.folders import DEFAULT_IGNORED_DIRS, FoundFile, scan_paths, shown_name, walk_folder
 from citedocs.store import DocumentRecord, Source, Store
 
 
@@ -155,8 +155,9 @@ class FolderIndexer:
             except OSError:  # a folder on the way could not be opened: the walk records why
                 return self.index(source, should_stop=should_stop)
             files = {item.rel_path for item in found}  # a path found as itself is a file: nothing below it
-            existing = self.store.documents_within(source.id, [str(root / r) for r in rels if r in files],
-                                                   [str(root / r) for r in rels if r not in files])  # fmt: skip
+            shown = [shown_name(r) for r in rels]  # as the store holds them (a name not UTF-8 is escaped)
+            existing = self.store.documents_within(source.id, [str(root / r) for r in shown if r in files],
+                                                   [str(root / r) for r in shown if r not in files])  # fmt: skip
             present = {str(item.path) for item in found}
             # purged first: a renamed file is never found twice, under its old and its new name
             gone = [doc.id for path, doc in existing.items() if path not in present and doc.id is not None]

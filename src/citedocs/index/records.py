@@ -14,7 +14,8 @@ __all__ = ["chunk_id_for", "chunk_records", "embedding_input"]
 
 def chunk_id_for(rel_path: str, heading: str, text: str, seen: dict[str, int]) -> str:
     """Short content-hash id: stable while the text, its heading and its file stay the same."""
-    digest = hashlib.sha256(f"{rel_path}\0{heading}\0{text}".encode()).hexdigest()[:16]
+    key = f"{rel_path}\0{heading}\0{text}".encode("utf-8", "surrogatepass")  # a lone surrogate never raises
+    digest = hashlib.sha256(key).hexdigest()[:16]
     n = seen.get(digest, 0)
     seen[digest] = n + 1
     return digest if n == 0 else f"{digest[:13]}-{n}"

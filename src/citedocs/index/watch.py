@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from watchfiles._rust_notify import RustNotify
+from watchfiles._rust_notify import RustNotify, WatchfilesRustInternalError
 
 from citedocs.errors import CitedocsError, NotFoundError
 from citedocs.index.changes import Settle, relevant
@@ -238,7 +238,11 @@ class FolderWatcher:
             while not self._stop.is_set():
                 wait = settle.wait_s(time.monotonic())
                 timeout_ms = int(CHECK_S * 1000) if wait is None else max(1, int(wait * 1000) + 1)
-                raw = notify.watch(window_ms, min(STEP_MS, window_ms), timeout_ms, self._stop)
+                try:
+                    raw = notify.watch(window_ms, min(STEP_MS, window_ms), timeout_ms, self._stop)
+                except WatchfilesRustInternalError as exc:  # e.g. a file name that is not UTF-8: the batch
+                    _log.info("watching %s: %s; rescanning", self.root, exc)  # is lost, the walk lists it
+                    return REOPEN
                 now = time.monotonic()
                 if raw == "stop":
                     return None

@@ -22,6 +22,7 @@ from citedocs import access
 from citedocs.errors import CitedocsError
 from citedocs.mcp.handshake import MUTATING_TOOLS
 from citedocs.mcp.shapes import tool_message
+from citedocs.text.invalid import refuse_invalid_text
 
 __all__ = ["CitedocsMCPServer", "model_fixable"]
 
@@ -41,6 +42,7 @@ def model_fixable(fn: Callable[P, R]) -> Callable[P, R]:
             if name not in FREE_TEXT:
                 _refuse_control(name, value)
         try:
+            refuse_invalid_text(dict(kwargs))  # the same rule as the HTTP API's (text/invalid.py)
             return fn(*args, **kwargs)
         except CitedocsError as exc:
             raise ToolError(tool_message(exc)) from exc

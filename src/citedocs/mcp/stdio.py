@@ -12,6 +12,7 @@ SDK reads them first and its replies to them (`REPLAYED` ids) are not sent again
 from __future__ import annotations
 
 import io
+import json
 import logging
 import signal
 from collections.abc import Sequence
@@ -22,14 +23,19 @@ import anyio
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp.types import (
+    INVALID_PARAMS,
+    ErrorData,
     JSONRPCError,
     JSONRPCNotification,
     JSONRPCRequest,
     JSONRPCResponse,
     jsonrpc_message_adapter,
 )
+from pydantic import ValidationError
 
+from citedocs.errors import InputError
 from citedocs.mcp.handshake import REPLAYED
+from citedocs.text.invalid import invalid_text, refuse_invalid_text
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
@@ -59,6 +65,37 @@ class _Pending:
                 await self.changed.wait()
 
 
+def _refusal(item: Exception) -> JSONRPCError | None:
+    """The reply to a request the SDK could not parse because its text is not valid Unicode (a lone surrogate
+    escape, which JSON allows and pydantic's parser refuses): the same InputError as the HTTP API's, as invalid
+    params under the request's own id. The SDK would drop it without a reply."""
+    if not isinstance(item, ValidationError):
+        return None
+    for error in item.errors():
+        if error.get("type") != "json_invalid" or not isinstance(error.get("input"), str):
+            continue
+        try:
+            request = json.loads(error["input"])
+        except (ValueError, RecursionError):
+            return None
+        if (
+            not isinstance(request, dict)
+            or not isinstance(request.get("id"), int | str)
+            or "method" not in request
+        ):
+            return None
+        if invalid_text(request["id"]) is not None:
+            return None
+        try:
+            refuse_invalid_text(request.get("params"), "params")
+        except InputError as exc:
+            message = f"{exc.message} {exc.hint}"
+            return JSONRPCError(
+                jsonrpc="2.0", id=request["id"], error=ErrorData(code=INVALID_PARAMS, message=message)
+            )
+    return None
+
+
 def _parsed(line: bytes) -> SessionMessage | Exception:
     """A line as the SDK's own stdin reader turns it into a message (or the error it reports)."""
     try:
@@ -72,8 +109,11 @@ class _Reader:
     """The client's messages (the replayed ones first), noting requests; at end of input, ends only once
     they are answered."""
 
-    def __init__(self, inner: Any, pending: _Pending, replay: Sequence[bytes] = ()) -> None:
+    def __init__(
+        self, inner: Any, pending: _Pending, replay: Sequence[bytes] = (), replies: Any = None
+    ) -> None:
         self.inner = inner
+        self.replies = replies
         self.pending = pending
         self.replay = [_parsed(line) for line in replay]
         self.replaying = False
@@ -84,14 +124,23 @@ class _Reader:
 
     async def receive(self) -> Any:
         self.replaying = bool(self.replay)
-        if self.replay:
-            item = self.replay.pop(0)
-        else:
-            try:
-                item = await self.inner.receive()
-            except anyio.EndOfStream:
-                await self.pending.until_empty()
-                raise
+        while True:
+            if self.replay:
+                item = self.replay.pop(0)
+            else:
+                try:
+                    item = await self.inner.receive()
+                except anyio.EndOfStream:
+                    await self.pending.until_empty()
+                    raise
+            if not isinstance(item, Exception):
+                break
+            refusal = _refusal(item)
+            if refusal is None or self.replies is None:
+                log.warning("a message from the client could not be read: %s", str(item).splitlines()[0])
+                break
+            log.warning("refused request %s: %s", refusal.id, refusal.error.message)
+            await self.replies.send(SessionMessage(refusal))
         message = item.message if isinstance(item, SessionMessage) else None
         if isinstance(message, JSONRPCRequest):
             self.pending.ids.add(message.id)
@@ -182,6 +231,6 @@ async def serve_stdio(
         tg.start_soon(stop_on_signal)
         async with stdio_server(**streams) as (read_stream, write_stream):
             pending = _Pending()
-            await lowlevel.run(_Reader(read_stream, pending, replay), _Writer(write_stream, pending),
+            await lowlevel.run(_Reader(read_stream, pending, replay, write_stream), _Writer(write_stream, pending),
                                lowlevel.create_initialization_options())  # fmt: skip
         tg.cancel_scope.cancel()

@@ -47,6 +47,22 @@ _WS = re.compile(r"\s+")
 _ZERO_WIDTH = re.compile("[\u200b\ufeff]")
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
 _LANGUAGE = re.compile(r"(?:language|lang|highlight)-([A-Za-z0-9_+#-]+)")
+# The C parser's time grows with the square of the nesting depth (200k nested <div>: over 9 minutes, past any
+# budget checked between steps), and the walk below recurses per level, so a page nested deeper than this is
+# refused before it is parsed. Real pages nest 20-60 deep; the walk's own recursion stops near 480.
+MAX_HTML_DEPTH = 400
+_TAG = re.compile(
+    r"<!--.*?(?:-->|\Z)|<(script|style|textarea|title|xmp|noscript)\b[^<>]*>.*?(?:</\1\s*>|\Z)"
+    r"|<(/?)([A-Za-z][A-Za-z0-9:-]*)(?:[^<>\"'/]|/(?!>)|\"[^\"]*\"|'[^']*')*(/?)>",
+    re.DOTALL | re.IGNORECASE,
+)
+# Elements that never hold others (void) or whose end tag the parser supplies when a sibling starts.
+_NOT_NESTING = frozenset(
+    str.split(
+        "area base br col embed hr img input link meta param source track wbr p li dt dd tr td th option "
+        "optgroup rb rt rp thead tbody tfoot colgroup caption html head body"
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,8 +314,32 @@ def _main_root(tree: LexborHTMLParser) -> tuple[LexborNode | None, bool]:
     return tree.body or tree.root, False
 
 
+def nesting_depth(html: str, stop_at: int = MAX_HTML_DEPTH) -> int:
+    """How deep the elements of `html` nest, from one linear pass over its tags (an upper bound: an element
+    left open counts as holding what follows); stops counting once past `stop_at`."""
+    depth = deepest = 0
+    for _, closing, name, empty in _TAG.findall(html):
+        if not name or empty or name.lower() in _NOT_NESTING:
+            continue
+        if closing:
+            depth = max(depth - 1, 0)
+        else:
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > stop_at:
+                    break
+    return deepest
+
+
 def html_blocks(html: str) -> tuple[list[Block], str | None]:
-    """Blocks of the main content, and the <title>."""
+    """Blocks of the main content, and the <title>. A page nested deeper than MAX_HTML_DEPTH is refused
+    (ParseError) before the parser sees it."""
+    if nesting_depth(html) > MAX_HTML_DEPTH:
+        raise ParseError(
+            f"HTML nested more than {MAX_HTML_DEPTH} elements deep; not read (real pages nest 20-60 deep)",
+            "Simplify or re-save the page; a page this deep is usually crafted to stall parsers.",
+        )
     tree = LexborHTMLParser(html)
     title_node = tree.css_first("title")
     title = _clean(title_node.text(deep=True) or "") if title_node is not None else ""

@@ -96,11 +96,12 @@ class SitePages:
         counts = dict.fromkeys(("pages_checked", "pages_unchanged", "pages_updated", "pages_removed",
                                 "pages_failed"), 0)  # fmt: skip
         gone = [p.url for p in pages if p.url not in listed and not within_prefix(p.url, source.uri)]
+        strict = self.settings.sites_same_origin
         live = [p for p in pages if p.url not in gone]
 
         def get(page: StoredPage) -> FetchResult | CitedocsError:
             try:
-                return self._get(page.url, page, None if page.url in listed else source.uri)
+                return self._get(page.url, page, None if page.url in listed and not strict else source.uri)
             except CitedocsError as exc:
                 return exc
 
@@ -130,8 +131,9 @@ class SitePages:
         bare = urldefrag(url).url
         for candidate in dict.fromkeys((url, bare)):
             for source_id in self.tables.sources_listing(candidate):
-                if source_id in sites:
-                    return sites[source_id], candidate, None
+                if source_id in sites:  # listed: any origin, unless confined to the llms.txt's own area
+                    site = sites[source_id]
+                    return site, candidate, site.uri if self.settings.sites_same_origin else None
         covering = [s for s in sites.values() if within_prefix(bare, s.uri)]
         if covering:
             best = max(covering, key=lambda s: len(site_prefix(s.uri)))

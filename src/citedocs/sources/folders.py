@@ -27,6 +27,7 @@ from citedocs.sources.confined import (
     outside,
     size_cap_problem,
 )
+from citedocs.sources.secrets import secret_folder_problem
 
 DEFAULT_IGNORED_DIRS = frozenset(
     {
@@ -43,6 +44,27 @@ EDITOR_TEMP_FILES = (
     "*___jb_tmp___", "*___jb_old___", ".goutputstream-*", ".~lock.*#", "~$*", "*.crdownload", "*.part",
 )  # fmt: skip
 _EDITOR_TEMP = re.compile("|".join(fnmatch.translate(p) for p in EDITOR_TEMP_FILES))
+
+
+def shown_name(name: str) -> str:
+    """`name` as valid UTF-8 text: bytes the file system gave that are not UTF-8 (which Python holds as lone
+    surrogates) are written `\\xNN`. The store, chunk ids and every display take this form."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape" if _escaped_only(name) else "surrogatepass").decode(
+            "utf-8", "backslashreplace"
+        )
+    return name
+
+
+def _escaped_only(name: str) -> bool:
+    return all(not 0xD800 <= ord(ch) <= 0xDFFF or 0xDC80 <= ord(ch) <= 0xDCFF for ch in name)
+
+
+def bad_name_problem(kind: str) -> str:
+    return (f"this {kind}'s name is not valid UTF-8 (shown with \\xNN for its bytes); rename it "
+            "(e.g. `convmv` or your file manager) and it is indexed")  # fmt: skip
 
 
 def editor_temp_file(name: str) -> bool:
@@ -121,6 +143,9 @@ def _walk(handle: FolderHandle, dir_fd: int, prefix: str, rules: _Rules, depth: 
     subdirs = []
     for entry in entries:
         rel = prefix + entry.name
+        if shown_name(entry.name) != entry.name:  # never passed on: no store, id or terminal takes it
+            yield from _bad_name(handle, rel, entry.is_dir(follow_symlinks=False), rules)
+            continue
         try:
             info = entry.stat(follow_symlinks=False)
         except OSError as exc:
@@ -181,7 +206,21 @@ def scan_paths(
         yield from _scan_one(handle, parts, rules)
 
 
+def _bad_name(handle: FolderHandle, rel: str, is_dir: bool, rules: _Rules) -> Iterator[FoundFile]:
+    shown = shown_name(rel)
+    if is_dir:
+        yield _dir_problem(handle, shown + "/", bad_name_problem("folder") + "; its files are not indexed")
+    elif rules.wanted(shown, shown.rsplit("/", 1)[-1]):
+        yield FoundFile(handle.path / shown, shown, 0, 0, bad_name_problem("file"))
+
+
 def _scan_one(handle: FolderHandle, parts: list[str], rules: _Rules) -> Iterator[FoundFile]:
+    bad = next((i for i, part in enumerate(parts) if shown_name(part) != part), None)
+    if bad is not None:  # as the walk lists it: the first folder or the file whose name is not UTF-8
+        path = os.path.join(handle.path, *parts[: bad + 1])
+        if os.path.lexists(path):
+            yield from _bad_name(handle, "/".join(parts[: bad + 1]), os.path.isdir(path), rules)
+        return
     held: list[int] = []
     try:
         for name in parts[:-1]:  # folders are entered without following links, as the walk does
@@ -328,8 +367,8 @@ def system_folder_problem(resolved: Path) -> str | None:
         return f"{resolved} is a system root, not a folder of documents"
     try:
         home = Path.home().resolve()
-    except (OSError, RuntimeError):
-        return None
+    except (OSError, RuntimeError, KeyError):
+        return secret_folder_problem(resolved, None)
     if resolved == home:
         return f"{resolved} is your whole home folder (keys, tokens and browser profiles live there)"
-    return None
+    return secret_folder_problem(resolved, home)
