@@ -69,6 +69,9 @@ def new_page(browser: Any, url: str, viewport: dict[str, int] = WIDE) -> Iterato
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on(  # the page passes its own Content-Security-Policy in every state (api/headers.py)
+        "console", lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None
+    )
     page.goto(url + "/")
     try:
         yield page
@@ -154,12 +157,12 @@ def test_search_with_no_model_as_you_type_with_mode_and_filters(browser: Any, tm
         assert "semantic search is off" in page.inner_text("#search-note")  # says why it is keyword
         page.select_option("#search-mode", "keyword")
         page.wait_for_function(
-            "document.querySelector('#search-note').textContent.includes('keyword ranking')"
+            "() => document.querySelector('#search-note').textContent.includes('keyword ranking')"
         )
         assert page.locator("#search-type option[value=text]").count() == 1
         page.select_option("#search-type", "text")
         page.wait_for_function(
-            "[...document.querySelectorAll('#results .hit-open')].every(b => b.textContent.startsWith('notes.txt'))"
+            "() => [...document.querySelectorAll('#results .hit-open')].every(b => b.textContent.startsWith('notes.txt'))"
         )
         assert page.locator("#results .hit").count() == 1
         page.select_option("#search-type", "")
@@ -167,7 +170,9 @@ def test_search_with_no_model_as_you_type_with_mode_and_filters(browser: Any, tm
         page.wait_for_selector("#results[data-query='port'] .hit")
         screenshot(page, tmp_path, "search")
         page.fill("#search-q", "zzzqqqnothing")
-        page.wait_for_function("document.querySelector('#search-note').textContent.startsWith('No passage')")
+        page.wait_for_function(
+            "() => document.querySelector('#search-note').textContent.startsWith('No passage')"
+        )
         page.fill("#search-q", "zanzibar ferry")  # documents and file names are data, never markup
         page.wait_for_selector("#results[data-query='zanzibar ferry'] .hit")
         page.click("#results .hit-open")
@@ -202,9 +207,9 @@ def test_open_a_hit_in_its_context_with_the_keyboard_and_copy_its_reference(
         assert len(numbers) > len(highlighted)  # lines around the passage, read from the file
         before = len(numbers)
         page.click("#reader-after")
-        page.wait_for_function(f"document.querySelectorAll('#reader-text .ln').length > {before}")
+        page.wait_for_function(f"() => document.querySelectorAll('#reader-text .ln').length > {before}")
         page.click("#reader-copy")
-        page.wait_for_function("document.querySelector('#reader-copy').textContent === 'Copied'")
+        page.wait_for_function("() => document.querySelector('#reader-copy').textContent === 'Copied'")
         copied = page.evaluate("navigator.clipboard.readText()")
         start, end = page.locator("#reader-text .ln.hl").evaluate_all(
             "ls => [ls[0].dataset.n, ls.at(-1).dataset.n]"
@@ -272,12 +277,14 @@ def test_ask_with_the_scripted_model_streams_and_a_citation_shows_its_passage(
         llm = LLMClient(fake.base_url, "scripted")
         with page_server(tmp_path, llm=llm) as url, new_page(browser, url) as page:
             page.click("#tab-ask")
-            page.wait_for_function("document.querySelector('#pill').title.includes('scripted')")
+            page.wait_for_function("() => document.querySelector('#pill').title.includes('scripted')")
             assert page.locator("#no-model").is_hidden()
             page.fill("#question", QUESTION)
             page.keyboard.press("Enter")
             page.wait_for_selector("#answer.streaming")
-            page.wait_for_function("document.querySelector('#answer').textContent.includes('listens on')")
+            page.wait_for_function(
+                "() => document.querySelector('#answer').textContent.includes('listens on')"
+            )
             page.wait_for_selector("#answer:not(.streaming) .sent.ok")
             assert "port 8765" in page.inner_text("#answer")
             assert page.locator("#answer .sent.unsupported").count() == 0
@@ -296,7 +303,7 @@ def test_ask_with_the_scripted_model_streams_and_a_citation_shows_its_passage(
             page.wait_for_selector("#sources #reader:not([hidden]) .ln.hl")
             page.fill("#question", OFF_TOPIC)
             page.click("#ask")
-            page.wait_for_function("document.querySelector('#notice').textContent.includes('Refused')")
+            page.wait_for_function("() => document.querySelector('#notice').textContent.includes('Refused')")
             assert "can't answer" in page.inner_text("#answer")
         close(llm)
     chats = [r for r in fake.requests if r.path.endswith("/chat/completions")]
@@ -494,10 +501,35 @@ def test_the_status_panel_shows_models_index_and_the_folder_watcher(browser: Any
             page.click("#tab-status")
             page.wait_for_selector("#status-index dd")
             page.wait_for_function(
-                "document.querySelector('#status-index').textContent.includes('1 of 1 folders live')"
+                "() => document.querySelector('#status-index').textContent.includes('1 of 1 folders live')"
             )
             index = page.inner_text("#status-index")
             assert "site pages not fetched" in index and "chunks" in index
             assert "none configured" in page.inner_text("#status-models")
     finally:
         library.close()
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_the_api_reference_loads_with_the_network_off(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    """/docs is Swagger UI from the installed package: every request leaving this server is aborted."""
+    with page_server(tmp_path) as url, new_page(browser, url, viewport) as page:
+        outside: list[str] = []
+
+        def only_here(route: Any) -> None:
+            if route.request.url.startswith(url + "/"):
+                route.continue_()
+            else:
+                outside.append(route.request.url)
+                route.abort()
+
+        page.context.route("**/*", only_here)
+        response = page.goto(url + "/docs")
+        assert response.headers["x-frame-options"] == "DENY"
+        page.wait_for_selector(".opblock-summary-path[data-path='/ask']", timeout=20_000)
+        assert page.locator(".opblock").count() >= 8
+        assert outside == []
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+        screenshot(page, tmp_path, f"docs-{viewport['width']}")
