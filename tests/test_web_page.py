@@ -533,3 +533,165 @@ def test_the_api_reference_loads_with_the_network_off(
         assert outside == []
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
         screenshot(page, tmp_path, f"docs-{viewport['width']}")
+
+
+HOSTILE = (
+    '## Details <img src=x onerror="window.pwned=3">\n\n'
+    "The port is **8765** [1]. <script>window.pwned=4</script>\n\n"
+    "- [the docs](https://example.com/a)\n- [bad](javascript:window.pwned=5)\n- `code <b>x</b>` and *more*\n\n"
+    "```html\n<script>window.pwned=6</script>\n```\n"
+)
+SOURCE = {"n": 1, "path": "/docs/install.md", "source": "/docs", "heading": "Install", "page": None,
+          "line_start": 3, "line_end": 5, "chunk_id": "c1", "score": 1.0, "text": "It listens on port 8765."}  # fmt: skip
+
+
+def done_event(raw: str, sentences: list[tuple[str, bool]], **extra: Any) -> dict[str, Any]:
+    """A `done` whose sentences are the given substrings of `raw` (supported or not), with their offsets."""
+    checked = []
+    for text, supported in sentences:
+        start = raw.index(text)
+        checked.append({"sentence": text, "cited": [1], "supported_by": [1] if supported else [],
+                        "support": 1.0 if supported else 0.0, "repaired": False, "supported": supported,
+                        "checked": True, "start": start, "end": start + len(text), "kind": "text"})  # fmt: skip
+    return {"answer": raw, "raw_answer": raw, "citations": [1], "invalid_citations": [], "refused": False,
+            "refused_before_model": False, "truncated": False, "model": "scripted",
+            "timings": {"ttft_ms": 5.0, "total_ms": 9.0}, "supported_fraction": 1.0, "repaired": 0,
+            "sentences": checked, **extra}  # fmt: skip
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_answers_are_safe_markdown_and_hostile_markup_stays_text(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    done = done_event(HOSTILE, [("The port is **8765** [1].", True), ("`code <b>x</b>` and *more*", False)])
+    events = [("sources", {"sources": [SOURCE], "note": None}), ("token", {"text": HOSTILE}), ("done", done)]
+    with (
+        live_server(scripted_page_server(events, gap_s=0.3)) as url,
+        new_page(browser, url, viewport) as page,
+    ):
+        ask(page, QUESTION)
+        page.wait_for_selector("#answer.streaming strong")  # drawn as Markdown while it streams too
+        page.wait_for_selector("#answer:not(.streaming) .sent.ok")
+        answer = page.locator("#answer")
+        assert "Details <img" in answer.locator("h4").inner_text()
+        assert answer.locator(".sent.ok strong").inner_text() == "8765"
+        assert answer.locator(".sent.ok button.cite").count() == 1
+        assert answer.locator("li").count() == 3 and answer.locator("li code").inner_text() == "code <b>x</b>"
+        assert answer.locator(".sent.unsupported em").inner_text() == "more"
+        links = answer.locator("a")
+        assert links.count() == 1 and links.get_attribute("href") == "https://example.com/a"
+        assert links.get_attribute("rel") == "noopener noreferrer nofollow"
+        assert "[bad](javascript:window.pwned=5)" in answer.inner_text()
+        assert "<script>window.pwned=6</script>" in answer.locator("pre code").inner_text()
+        assert "<script>window.pwned=4</script>" in answer.locator("p").first.inner_text()
+        answer.locator(".md-link-refused").click()
+        assert page.evaluate(
+            "() => window.pwned === undefined && !document.querySelector('main img, main script')"
+        )
+        assert "##" not in answer.inner_text() and "**" not in answer.inner_text()
+        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
+        screenshot(page, tmp_path, f"markdown-{viewport['width']}")
+
+
+NOISY_EVIDENCE = {
+    "note": "Best sentences; the answer follows.",
+    "evidence": [
+        {"text": "## Ports", "n": 1, "path": "/docs/install.md", "line_start": 3},
+        {"text": '{"port": 8765, "host": "127.0.0.1", "tls": false}', "n": 1, "path": "/docs/c.json"},
+        {
+            "text": "It listens on **port 8765** by default.",
+            "n": 1,
+            "path": "/docs/install.md",
+            "line_start": 4,
+        },
+        {"text": "It listens on port 8765 by default.", "n": 1, "path": "/docs/install.md", "line_start": 9},
+        {"text": "| port | 8765 | the HTTP API |", "n": 1, "path": "/docs/install.md", "line_start": 12},
+    ],
+}
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_the_evidence_is_clean_folds_and_a_refusal_says_so_without_unrelated_sources(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    refusal = "I can't answer that from the indexed documents."
+    done = {**done_event(refusal, []), "refused": True, "raw_answer": "", "refusal_reason": None}
+    events = [("sources", {"sources": [SOURCE], "note": None}), ("evidence", NOISY_EVIDENCE), ("done", done)]
+    with (
+        live_server(scripted_page_server(events, gap_s=0.8)) as url,
+        new_page(browser, url, viewport) as page,
+    ):
+        ask(page, QUESTION)
+        page.wait_for_selector("#evidence[open]:not([hidden]) li")
+        items = page.locator("#evidence li").all_inner_texts()
+        assert len(items) == 2, items  # the heading and the JSON dropped, the repeat once
+        assert (
+            items[0].startswith("It listens on port 8765 by default.") and "8765 · the HTTP API" in items[1]
+        )
+        assert "follows" not in page.inner_text("#evidence")
+        assert "before the model writes" in page.inner_text("#evidence summary")
+        page.wait_for_function("() => document.querySelector('#notice').textContent.startsWith('Refused')")
+        assert page.locator("#evidence[open]").count() == 0  # folded once the answer is settled
+        assert "do not answer the question" in page.inner_text("#evidence summary")
+        assert page.locator("#source-list li button").count() == 0
+        assert "No passage is about this question" in page.inner_text("#source-list")
+        notice = page.inner_text("#notice")
+        assert "Sources tab" in notice and ".." not in notice and "raw_answer" not in notice
+        page.wait_for_selector("#ask:not([disabled])")
+        screenshot(page, tmp_path, f"refused-{viewport['width']}")
+
+
+def test_stop_keeps_what_was_written_and_the_evidence_says_it_was_stopped(
+    browser: Any, tmp_path: Path
+) -> None:
+    events = [("sources", {"sources": [SOURCE], "note": None}), ("evidence", NOISY_EVIDENCE),
+              ("token", {"text": "The port is "}), ("token", {"text": "8765 [1]"}),
+              ("done", done_event("The port is 8765 [1].", [("The port is 8765 [1].", True)]))]  # fmt: skip
+    with live_server(scripted_page_server(events, gap_s=3.0)) as url, new_page(browser, url) as page:
+        ask(page, QUESTION)
+        page.wait_for_selector("#evidence:not([hidden]) li")
+        page.wait_for_function("() => document.querySelector('#answer').textContent.includes('The port is')")
+        page.click("#stop")
+        page.wait_for_function("() => document.querySelector('#notice').textContent.startsWith('Stopped.')")
+        assert "ask again" in page.inner_text("#notice")
+        assert "stopped" in page.inner_text("#evidence summary")
+        assert "The port is" in page.inner_text("#answer")
+
+
+def test_a_japanese_question_gets_japanese_messages(browser: Any, tmp_path: Path) -> None:
+    done = {**done_event("その質問には索引の文書から答えられません。", []), "refused": True,
+            "refused_before_model": True, "raw_answer": "", "refusal_reason": "the passages hold 0% of its terms"}  # fmt: skip
+    events = [("sources", {"sources": [SOURCE], "note": None}), ("done", done)]
+    with live_server(scripted_page_server(events, gap_s=0.1)) as url, new_page(browser, url) as page:
+        ask(page, "重要度の設定はどこで変えますか？")
+        page.wait_for_function("() => document.querySelector('#notice').textContent.length > 0")
+        notice = page.inner_text("#notice")
+        assert notice.startswith("回答しませんでした") and "Sources" in notice
+        assert "0%" not in notice and "terms" not in notice
+        assert "出典は表示していません" in page.inner_text("#source-list")
+        page.fill("#question", "あ" * 2001)
+        assert "2,000 文字まで" in page.inner_text("#question-note")
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_a_question_over_2000_characters_is_refused_out_loud(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    with page_server(tmp_path) as url, new_page(browser, url, viewport) as page:
+        page.click("#tab-ask")
+        page.fill("#question", "port " * 420)  # 2,100 characters, pasted: nothing is cut
+        assert len(page.input_value("#question")) == 2100
+        note = page.inner_text("#question-note")
+        assert "2,000 characters" in note and "2,099" in note and "Shorten" in note  # trimmed: 2,099
+        assert page.locator("#ask").is_disabled()
+        screenshot(page, tmp_path, f"too-long-{viewport['width']}")
+        page.fill("#question", QUESTION)
+        assert page.inner_text("#question-note") == "" and page.locator("#ask").is_enabled()
+
+
+def test_hit_cards_show_paths_relative_to_their_folder(browser: Any, tmp_path: Path) -> None:
+    with page_server(tmp_path) as url, new_page(browser, url, NARROW) as page:
+        page.fill("#search-q", "pipx install")
+        page.wait_for_selector("#results .hit")
+        assert str(tmp_path) not in page.inner_text("#results")
+        assert page.locator("#results .hit-open").first.inner_text().startswith("install.md")

@@ -1,5 +1,5 @@
 // Search as you type: POST /search (works with no model), debounced; newer queries win over older ones.
-import { $, api, copyText, dirName, el, fileName, reference, setNote, snippetNodes, whereText } from "./dom.js";
+import { $, api, copyText, dirName, el, fileName, reference, relativePath, setNote, snippetNodes, whereText } from "./dom.js";
 import { closeReader, initReader, openInContext } from "./reader.js";
 
 const DEBOUNCE_MS = 180;
@@ -111,7 +111,7 @@ function linkItem(hit, i) {
 function item(hit, i) {
   if (hit.kind === "link") return linkItem(hit, i);
   const open = el("button", { type: "button", class: "hit-open", title: "Read it in context (Enter)",
-    onclick: () => show(i) }, fileName(hit.path), " ", el("span", { class: "dir" }, dirName(hit.path)));
+    onclick: () => show(i) }, fileName(hit.path), " ", el("span", { class: "dir" }, dirName(relativePath(hit.path, hit.source))));
   const copy = el("button", { type: "button", class: "ghost small copy", title: "Copy " + reference(hit),
     onclick: async (event) => {
       const ok = await copyText(reference(hit));
