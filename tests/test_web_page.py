@@ -695,3 +695,51 @@ def test_hit_cards_show_paths_relative_to_their_folder(browser: Any, tmp_path: P
         page.wait_for_selector("#results .hit")
         assert str(tmp_path) not in page.inner_text("#results")
         assert page.locator("#results .hit-open").first.inner_text().startswith("install.md")
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_a_pdf_hit_opens_its_page_with_the_passage_marked(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    from conftest import shared
+
+    fixture = shared("parser-fixtures", "pdf", "markitdown_REPAIR-2022-INV-001_multipage.pdf")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "estimate.pdf").write_bytes(fixture.read_bytes())
+    with page_server(tmp_path) as url, new_page(browser, url, viewport) as page:
+        page.fill("#search-q", "Gabriel Diaz Grand Cherokee")
+        page.wait_for_selector("#results .hit")
+        hit = page.locator("#results .hit", has_text="estimate.pdf").first
+        assert "page " in hit.locator(".where").inner_text()
+        hit.locator(".hit-open").click()
+        image = page.locator("#reader-original img.page-image")
+        image.wait_for()
+        page.wait_for_function(
+            "() => { const i = document.querySelector('#reader-original img'); return i && i.complete && i.naturalWidth > 500; }"
+        )
+        src = image.get_attribute("src") or ""
+        assert src.startswith("/read/page?") and "page=1" in src
+        marked = httpx.get(url + src)
+        assert int(marked.headers["x-citedocs-marked"]) >= 1  # the passage's lines found and marked
+        assert "Page 1 of estimate.pdf" in page.inner_text("#reader-original")
+        close = page.locator("#reader-close").bounding_box()
+        assert close and close["x"] >= 0 and close["x"] + close["width"] <= viewport["width"]
+        assert 0 <= close["y"] and close["y"] + close["height"] <= viewport["height"]  # on screen, phone too
+        screenshot(page, tmp_path, f"pdf-page-{viewport['width']}")
+        page.click("#reader-close")
+        page.wait_for_selector("#reader", state="hidden")
+
+
+def test_a_site_page_opens_at_the_passage_by_a_text_fragment(browser: Any, tmp_path: Path) -> None:
+    with page_server(tmp_path) as url, new_page(browser, url) as page:
+        made = page.evaluate(
+            """async () => {
+              const { textFragmentUrl, original } = await import('/static/reader.js');
+              const hit = { path: 'https://hono.dev/docs/routing.md#top', text: '## Routing\\nThe quokka-router walks a radix tree, fast, in order.' };
+              return [textFragmentUrl(hit.path, hit.text), original(hit)[0].getAttribute('href'),
+                      original({ path: '/docs/a.md', text: 'x' }).length];
+            }"""
+        )
+        want = "https://hono.dev/docs/routing.md#:~:text=The%20quokka%2Drouter%20walks%20a%20radix"
+        assert made[0] == want + ",fast%2C%20in%20order."  # start and end: the whole passage is highlighted
+        assert made[1] == made[0] and made[2] == 0

@@ -22,8 +22,9 @@ from citedocs.index.embedding import EmbedProgress
 from citedocs.index.folders import IndexProgress, ProgressCallback
 from citedocs.index.jobs import IndexJobs
 from citedocs.index.ocr import OcrProgress, ocr_status
-from citedocs.index.reading import ReadResult, open_registered, read_lines
+from citedocs.index.reading import ReadResult, open_registered, read_lines, read_page_image
 from citedocs.index.reanalysis import STALE_NOTE, needs_reanalysis
+from citedocs.parsers.pdf_page import RenderedPage
 from citedocs.search.distinct import distinct_hits
 from citedocs.search.engine import MAX_K, SearchEngine, SearchResult, not_indexed_error
 from citedocs.settings import Settings
@@ -373,3 +374,7 @@ class Citedocs:
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ReadResult:
         """Lines of a file's text, read from the descriptor that was opened and checked inside the folder."""
         return read_lines(self.store, self.settings, path, start_line, end_line)
+
+    def page_image(self, path: str, page: int, passage: str = "") -> RenderedPage:
+        """A registered PDF's page as a PNG with `passage` marked, read as confined as `read`."""
+        return read_page_image(self.store, self.settings, path, page, passage)

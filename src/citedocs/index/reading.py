@@ -16,6 +16,7 @@ from citedocs.errors import InputError
 from citedocs.index.folders import pin_source
 from citedocs.index.ocr import ocr_options
 from citedocs.parsers import parse_bytes
+from citedocs.parsers.pdf_page import RenderedPage, render_page
 from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle, Opened, read_capped
 from citedocs.sources.folders import open_confined
@@ -45,16 +46,32 @@ def open_registered(store: Store, path: str) -> tuple[Path, Opened]:
     return folder.joinpath(*opened.rel_parts), opened
 
 
+def read_bytes(store: Store, settings: Settings, path: str) -> tuple[Path, bytes]:
+    """The real path and the bytes (at most `max_file_mb`) of a registered file, read from its checked descriptor."""
+    resolved, opened = open_registered(store, path)
+    try:
+        return resolved, read_capped(opened, int(settings.max_file_mb * 1_048_576), resolved.name)
+    finally:
+        os.close(opened.fd)
+
+
+def read_page_image(
+    store: Store, settings: Settings, path: str, page: int, passage: str = ""
+) -> RenderedPage:
+    """Page `page` of a registered PDF as a PNG, `passage` marked on it (the web page's "open the cited place")."""
+    resolved, data = read_bytes(store, settings, path)
+    if not data.startswith(b"%PDF"):
+        raise InputError(f"{resolved.name} is not a PDF, so it has no page images.",
+                         "Read its text instead (GET /read, `citedocs read`).")  # fmt: skip
+    return render_page(data, resolved.name, page, passage)
+
+
 def read_lines(
     store: Store, settings: Settings, path: str, start_line: int | None = None, end_line: int | None = None
 ) -> ReadResult:
     """Lines `start_line`..`end_line` (1-based, inclusive; all by default) of a registered file's text."""
-    resolved, opened = open_registered(store, path)
+    resolved, data = read_bytes(store, settings, path)
     max_bytes = int(settings.max_file_mb * 1_048_576)
-    try:
-        data = read_capped(opened, max_bytes, resolved.name)
-    finally:
-        os.close(opened.fd)
     # an OCRed PDF is OCRed again to serve its lines (the same pages give the same text)
     parsed = parse_bytes(data, resolved.name, max_bytes, ocr=ocr_options(settings) if settings.ocr else None)
     lines = parsed.text.split("\n")
