@@ -724,7 +724,7 @@ def test_a_pdf_hit_opens_its_page_with_the_passage_marked(
         assert "Page 1 of estimate.pdf" in page.inner_text("#reader-original")
         close = page.locator("#reader-close").bounding_box()
         assert close and close["x"] >= 0 and close["x"] + close["width"] <= viewport["width"]
-        assert 0 <= close["y"] and close["y"] + close["height"] <= viewport["height"]  # on screen, phone too
+        assert close["y"] >= 0 and close["y"] + close["height"] <= viewport["height"]  # on screen, phone too
         screenshot(page, tmp_path, f"pdf-page-{viewport['width']}")
         page.click("#reader-close")
         page.wait_for_selector("#reader", state="hidden")
