@@ -195,7 +195,9 @@ def test_read_page_renders_a_pdf_page_with_the_passage_marked_and_stays_confined
     with serving(tmp_path) as url:
         os.symlink(outside, docs / "link.pdf")
         path = str(docs / "estimate.pdf")
-        passage = "Insured name Gabriel Diaz Year 2022\nClaim # SF-1008 Make Jeep\nNot on this page at all, no"
+        passage = (
+            "Insured name Gabriel Diaz Year 2022\nClaim # SF-1008 Make Jeep\nNot on this page at all, no"
+        )
         marked = httpx.get(url + "/read/page", params={"path": path, "page": 1, "text": passage})
         assert marked.status_code == 200 and marked.headers["content-type"] == "image/png"
         assert marked.content.startswith(b"\x89PNG") and len(marked.content) > 20_000
