@@ -63,8 +63,10 @@ def browser() -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def new_page(browser: Any, url: str, viewport: dict[str, int] = WIDE) -> Iterator[Any]:
-    context = browser.new_context(viewport=viewport)
+def new_page(
+    browser: Any, url: str, viewport: dict[str, int] = WIDE, color_scheme: str = "light"
+) -> Iterator[Any]:
+    context = browser.new_context(viewport=viewport, color_scheme=color_scheme)
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url)
     page = context.new_page()
     errors: list[str] = []
@@ -371,8 +373,9 @@ def test_without_a_model_the_page_says_so_once_and_still_shows_the_sources(
         page.wait_for_selector("#no-model:not([hidden])")
         message = page.inner_text("#no-model")
         assert "No language model is configured" in message and "CITEDOCS_LLM_BASE_URL" in message
+        assert "citedocs model install" in message and "restart" in message  # how to get one
         link = page.locator("#no-model a")
-        assert link.get_attribute("href") == "/help/models"
+        assert link.get_attribute("href") == "/static/help.html#models"
         assert httpx.get(url + "/help/models").status_code == 200
         for _ in range(2):
             page.fill("#question", QUESTION)
@@ -743,3 +746,72 @@ def test_a_site_page_opens_at_the_passage_by_a_text_fragment(browser: Any, tmp_p
         want = "https://hono.dev/docs/routing.md#:~:text=The%20quokka%2Drouter%20walks%20a%20radix"
         assert made[0] == want + ",fast%2C%20in%20order."  # start and end: the whole passage is highlighted
         assert made[1] == made[0] and made[2] == 0
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_back_and_hash_links_switch_tabs_and_back_closes_a_passage_first(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    selected = "() => document.querySelector('[role=tab][aria-selected=true]').id"
+    with page_server(tmp_path) as url, new_page(browser, url, viewport) as page:
+        page.click("#tab-ask")
+        page.click("#tab-sources")
+        assert page.evaluate(selected) == "tab-sources" and page.url.endswith("#sources")
+        page.go_back()
+        page.wait_for_function(f"() => ({selected})() === 'tab-ask'")
+        assert page.locator("#panel-ask").is_visible() and page.locator("#panel-sources").is_hidden()
+        page.go_back()
+        page.wait_for_function(f"() => ({selected})() === 'tab-search'")
+        assert page.url.startswith(url)  # still on the page, not left
+        page.go_forward()
+        page.wait_for_function(f"() => ({selected})() === 'tab-ask'")
+        page.evaluate("() => { location.hash = 'status'; }")  # a link to #status
+        page.wait_for_function(f"() => ({selected})() === 'tab-status'")
+        page.click("#tab-search")
+        page.fill("#search-q", "pipx install")
+        page.wait_for_selector("#results .hit")
+        page.click("#results .hit-open")
+        page.wait_for_selector("#reader:not([hidden]) .ln.hl")
+        page.go_back()  # on a phone the passage is a full-screen sheet: Back closes it, the tab stays
+        page.wait_for_selector("#reader", state="hidden")
+        assert page.evaluate(selected) == "tab-search"
+        tabs = page.locator("#tab-ask").bounding_box()
+        assert tabs and tabs["x"] + tabs["width"] <= viewport["width"] and tabs["y"] >= 0
+        page.click("#results .hit-open")
+        page.wait_for_selector("#reader:not([hidden])")
+        page.click("#reader-close")
+        page.wait_for_selector("#reader", state="hidden")
+        page.go_back()  # the closed passage's entry was taken back: Back goes to the tab before
+        page.wait_for_function(f"() => ({selected})() === 'tab-status'")
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_dark_mode_follows_the_system(browser: Any, tmp_path: Path, viewport: dict[str, int]) -> None:
+    luminance = """(sel) => { const c = getComputedStyle(document.querySelector(sel)).backgroundColor
+                     .match(/\\d+/g).map(Number); return (c[0] * 299 + c[1] * 587 + c[2] * 114) / 1000; }"""
+    with page_server(tmp_path) as url:
+        for scheme, dark in (("dark", True), ("light", False)):
+            with new_page(browser, url, viewport, color_scheme=scheme) as page:
+                page.fill("#search-q", "port")
+                page.wait_for_selector("#results .hit")
+                for selector in ("body", ".top", "#results .hit", "#search-q"):
+                    level = page.evaluate(luminance, selector)
+                    assert (level < 60) if dark else (level > 200), (scheme, selector, level)
+                ink = page.evaluate("() => getComputedStyle(document.body).color")
+                assert ink != "rgb(29, 35, 48)" if dark else ink == "rgb(29, 35, 48)"
+                if dark:
+                    screenshot(page, tmp_path, f"dark-{viewport['width']}")
+
+
+def test_the_models_guide_renders_as_a_page_not_raw_markdown(browser: Any, tmp_path: Path) -> None:
+    with page_server(tmp_path) as url, new_page(browser, url, NARROW) as page:
+        page.click("#tab-ask")
+        page.wait_for_selector("#no-model:not([hidden]) a")
+        with page.context.expect_page() as opened:
+            page.click("#no-model a")
+        guide = opened.value
+        guide.wait_for_selector("#help .md-h")
+        text = guide.inner_text("#help")
+        assert "citedocs model install" in text and "\n## " not in text and "```" not in text
+        assert guide.locator("#help h3").count() == 1 and guide.locator("#help pre code").count() >= 1
+        assert guide.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")

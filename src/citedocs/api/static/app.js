@@ -4,11 +4,14 @@ import { $, api, bytes, el, fileName } from "./dom.js";
 import { initAsk, setModel } from "./ask.js";
 import { initSearch, search, setFilters } from "./search.js";
 import { initSources, loadSources, pollJobs } from "./sources.js";
+import { closeReader } from "./reader.js";
 
 const TABS = ["search", "ask", "sources", "status"];
 const STATUS_MS = 5000;
 
-function select(name, focus = true) {
+// Each tab is a history entry (#search, #ask, ...): Back and links to a hash switch tabs, and Back first closes
+// an open passage (its own entry, pushed by reader.js).
+function select(name, focus = true, push = true) {
   for (const tab of TABS) {
     const on = tab === name;
     $("tab-" + tab).setAttribute("aria-selected", String(on));
@@ -18,7 +21,16 @@ function select(name, focus = true) {
   if (focus) $("tab-" + name).focus();
   if (name === "search") $("search-q").focus();
   if (name === "ask") $("question").focus();
-  if (location.hash !== "#" + name) history.replaceState(null, "", "#" + name);
+  if (location.hash !== "#" + name) {
+    if (push) history.pushState({ tab: name }, "", "#" + name);
+    else history.replaceState({ tab: name }, "", "#" + name);
+  }
+}
+
+function route() {
+  if (!$("reader").hidden && !(history.state && history.state.reader)) closeReader(false);
+  const wanted = location.hash.slice(1);
+  if (TABS.includes(wanted) && $("tab-" + wanted).getAttribute("aria-selected") !== "true") select(wanted, false, false);
 }
 
 function initTabs() {
@@ -38,7 +50,9 @@ function initTabs() {
     }
   });
   const wanted = location.hash.slice(1);
-  select(TABS.includes(wanted) ? wanted : "search", false);
+  select(TABS.includes(wanted) ? wanted : "search", false, false);
+  window.addEventListener("popstate", route);
+  window.addEventListener("hashchange", route);
 }
 
 function row(term, value) {

@@ -60,9 +60,10 @@ export function setModel(info) {
     noModelShown = true;
     box.hidden = false;
     box.replaceChildren("No language model is configured, so questions get no written answer here — but you still see ",
-      "the passages each question retrieves, and search works. Set one up (CITEDOCS_LLM_BASE_URL for Ollama, ",
-      "llama.cpp, vLLM or a hosted API; or CITEDOCS_LLM_GGUF): ",
-      el("a", { href: "/help/models", target: "_blank", rel: "noopener" }, "docs/models.md"), ".");
+      "the passages each question retrieves, and search works. To get one: run ", el("code", {}, "citedocs model install"),
+      " (downloads a small local model), or point CITEDOCS_LLM_BASE_URL at Ollama, llama.cpp, vLLM or a hosted API; ",
+      "then restart ", el("code", {}, "citedocs serve"), ". How: ",
+      el("a", { href: "/static/help.html#models", target: "_blank", rel: "noopener" }, "the models guide"), ".");
   } else if (info && info.configured) {
     box.hidden = true;
   }

@@ -8,7 +8,7 @@ let onClose = () => {};
 
 export function initReader(closeHook) {
   onClose = closeHook || onClose;
-  $("reader-close").addEventListener("click", closeReader);
+  $("reader-close").addEventListener("click", () => closeReader());
   $("reader-copy").addEventListener("click", async () => {
     if (!current) return;
     const ok = await copyText(reference(current.hit));
@@ -22,8 +22,10 @@ export function initReader(closeHook) {
   });
 }
 
-export function closeReader() {
+// `fromButton`: closed by ✕ or Esc, so its history entry (pushed when it opened) is taken back too.
+export function closeReader(fromButton = true) {
   const wasOpen = !$("reader").hidden;
+  if (wasOpen && fromButton && history.state && history.state.reader) history.back();
   $("reader").hidden = true;
   current = null;
   onClose(wasOpen);
@@ -33,6 +35,7 @@ export function closeReader() {
 export async function openInContext(hit, host) {
   current = { hit, start: 1, end: 1, total: null };
   if (host && $("reader").parentElement !== host) host.append($("reader"));
+  if ($("reader").hidden && !(history.state && history.state.reader)) history.pushState({ reader: true }, "", location.hash);
   $("reader").hidden = false;
   $("reader-file").textContent = hit.path;
   $("reader-loc").textContent = [whereText(hit), hit.source ? "in " + hit.source : ""].filter(Boolean).join(" · ");
