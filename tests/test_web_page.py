@@ -815,3 +815,37 @@ def test_the_models_guide_renders_as_a_page_not_raw_markdown(browser: Any, tmp_p
         assert "citedocs model install" in text and "\n## " not in text and "```" not in text
         assert guide.locator("#help h3").count() == 1 and guide.locator("#help pre code").count() >= 1
         assert guide.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_ask_about_one_folder_only(browser: Any, tmp_path: Path, viewport: dict[str, int]) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "ports.md").write_text(
+        "# Ports\n\nThe proxy server listens on port 8765 by default.\n", encoding="utf-8"
+    )
+    library = make_library(tmp_path)
+    try:
+        library.add_folder(other)
+        library.index()
+        with (
+            live_server(create_app(library.settings, library, None)) as url,
+            new_page(browser, url, viewport) as page,
+        ):
+            page.click("#tab-ask")
+            page.wait_for_selector(f"#ask-source option[value='{other.resolve()}']", state="attached")
+            page.select_option("#ask-source", str(other.resolve()))
+            page.fill("#question", QUESTION)
+            page.click("#ask")
+            page.wait_for_selector("#source-list li button")
+            page.wait_for_selector("#ask:not([disabled])")
+            names = page.locator("#source-list li button").all_inner_texts()
+            assert names and all("ports.md" in name for name in names), names  # no install.md from docs/
+            page.select_option("#ask-source", "")
+            page.click("#ask")
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('#source-list li button')].some(b => b.textContent.includes('install.md'))"
+            )
+            screenshot(page, tmp_path, f"ask-filter-{viewport['width']}")
+    finally:
+        library.close()

@@ -387,7 +387,7 @@ async function ask(question) {
     const response = await fetch("/ask", {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify({ question }),
+      body: JSON.stringify({ question, ...($("ask-source").value ? { source: $("ask-source").value } : {}) }),
       signal: controller.signal,
     });
     if (!response.ok) {

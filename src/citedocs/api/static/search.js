@@ -45,8 +45,10 @@ function debounceSearch() {
 }
 
 export function setFilters(sources, fileTypes) {
-  fill($("search-source"), "all sources", sources.map((s) => [s.kind === "site" ? s.name : s.uri,
-    (s.kind === "site" ? "site " + s.name : fileName(s.uri) + "/") + " (" + s.docs + ")"]));
+  const choices = sources.map((s) => [s.kind === "site" ? s.name : s.uri,
+    (s.kind === "site" ? "site " + s.name : fileName(s.uri) + "/") + " (" + s.docs + ")"]);
+  fill($("search-source"), "all sources", choices);
+  fill($("ask-source"), "all sources", choices); // Ask takes the same folder or site filter
   fill($("search-type"), "all types", Object.entries(fileTypes || {}).map(([type, n]) => [type, type + " (" + n + ")"]));
 }
 
