@@ -849,3 +849,29 @@ def test_ask_about_one_folder_only(browser: Any, tmp_path: Path, viewport: dict[
             screenshot(page, tmp_path, f"ask-filter-{viewport['width']}")
     finally:
         library.close()
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_the_first_screen_says_what_is_indexed_and_offers_questions_from_the_headings(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    with page_server(tmp_path) as url, new_page(browser, url, viewport) as page:
+        welcome = page.locator("#welcome")
+        welcome.locator(".example").first.wait_for()
+        text = welcome.inner_text()
+        assert "4 documents" in text and "1 folder" in text and "citedocs model install" in text
+        examples = welcome.locator(".example").all_inner_texts()
+        assert "What do my documents say about Linux?" in examples, examples  # from "Installation > Linux"
+        assert page.evaluate(
+            "() => !document.querySelector('main img, main script')"
+        )  # the <b> heading is text
+        screenshot(page, tmp_path, f"first-screen-{viewport['width']}")
+        page.fill("#search-q", "port")
+        page.wait_for_selector("#results .hit")
+        assert welcome.is_hidden()
+        page.fill("#search-q", "")
+        welcome.wait_for()
+        welcome.locator(".example", has_text="Linux").click()
+        assert page.locator("#panel-ask").is_visible()
+        assert page.input_value("#question") == "What do my documents say about Linux?"
+        page.wait_for_selector("#ask:not([disabled])")

@@ -126,6 +126,12 @@ async def read_page(
                              "Cache-Control": "no-store"})  # fmt: skip
 
 
+@router.get("/topics")
+async def topics(library: Library) -> dict[str, Any]:
+    """A few headings of the indexed documents, for the page's example questions."""
+    return {"topics": await anyio.to_thread.run_sync(library.topics)}
+
+
 @router.get("/status")
 async def status(request: Request, library: Library) -> dict[str, Any]:
     """What the page's status panel shows: models, index size, answer figures (as /stats), jobs, version."""

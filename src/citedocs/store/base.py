@@ -323,6 +323,19 @@ class Store(ChangeLog, JobLog):
         )
         return {str(r["format"]): int(r["n"]) for r in rows}
 
+    def frequent_headings(self, limit: int = 40) -> list[tuple[str, int]]:
+        """The headings most chunks sit under, with their chunk counts: what the documents are about."""
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT heading, COUNT(*) AS n FROM chunks WHERE heading <> '' GROUP BY heading "
+                "ORDER BY n DESC, heading LIMIT ?",
+                (limit,),
+            )
+            .fetchall()
+        )
+        return [(str(r["heading"]), int(r["n"])) for r in rows]
+
     # -- chunks -----------------------------------------------------------------------------------
     def chunks_by_rowid(self, rowids: Sequence[int]) -> dict[int, StoredChunk]:
         if not rowids:

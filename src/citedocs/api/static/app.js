@@ -1,7 +1,7 @@
 // citedocs web page: tabs, the status panel and pill, and the wiring of search, ask and sources.
 // Plain ES modules, no build step, no external assets.
 import { $, api, bytes, el, fileName } from "./dom.js";
-import { initAsk, setModel } from "./ask.js";
+import { askQuestion, initAsk, setModel } from "./ask.js";
 import { initSearch, search, setFilters } from "./search.js";
 import { initSources, loadSources, pollJobs } from "./sources.js";
 import { closeReader } from "./reader.js";
@@ -121,9 +121,45 @@ function renderStatus(s) {
   setModel(s.llm);
 }
 
+// The first screen: what is indexed, example questions from the documents' own headings, how to get a model.
+function exampleQuestion(topic) {
+  if (/[?？]$/.test(topic)) return topic;
+  return /[\u3040-\u30ff\u4e00-\u9fff]/.test(topic) ? "「" + topic + "」について教えてください。"
+    : "What do my documents say about " + topic + "?";
+}
+
+async function renderWelcome(s) {
+  let topics = [];
+  try { topics = (await api("/topics")).topics; } catch (_) { topics = []; }
+  const t = s.totals;
+  const box = $("welcome");
+  if (!t.indexed) {
+    box.replaceChildren(el("h2", {}, "Start here"), el("p", {}, "Nothing is indexed yet. Add a folder of documents or a ",
+      "documentation site in the ", el("a", { href: "#sources" }, "Sources tab"), ", then search or ask here."));
+  } else {
+    box.replaceChildren(el("h2", {}, "Start here"),
+      el("p", {}, t.indexed + " documents (" + t.chunks + " passages) from " + s.sources + " folder" +
+        (s.sources === 1 ? "" : "s and sites") + " are indexed. Type above to search them, or ask a question:"),
+      topics.length ? el("ul", { class: "examples" }, ...topics.map((topic) => el("li", {},
+        el("button", { type: "button", class: "ghost example", onclick: () => { select("ask", false); askQuestion(exampleQuestion(topic)); } },
+          exampleQuestion(topic))))) : "",
+      s.llm.configured ? "" : el("p", { class: "small muted" }, "Answers need a language model: run ",
+        el("code", {}, "citedocs model install"), " and restart the server (",
+        el("a", { href: "/static/help.html#models", target: "_blank", rel: "noopener" }, "how"), "). Search works without one."));
+  }
+  $("welcome").hidden = Boolean($("search-q").value.trim());
+}
+
+let welcomed = false;
+
 async function refreshStatus() {
   try {
-    renderStatus(await api("/status"));
+    const s = await api("/status");
+    renderStatus(s);
+    if (!welcomed) {
+      welcomed = true;
+      renderWelcome(s);
+    }
   } catch (err) {
     $("pill").replaceChildren(el("span", { class: "dot bad" }), "server unreachable");
     $("pill").title = err.text || String(err);

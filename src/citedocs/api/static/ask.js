@@ -38,6 +38,13 @@ export function initAsk() {
   });
 }
 
+// Fill the question box and ask (the first screen's example questions).
+export function askQuestion(question) {
+  $("question").value = question;
+  checkLength();
+  if (!controller) ask(question);
+}
+
 // The 2,000-character limit is said, not applied silently (the box has no maxlength that would cut a paste).
 function checkLength() {
   const text = $("question").value.trim();

@@ -62,6 +62,7 @@ export async function search() {
   const query = $("search-q").value.trim();
   const mine = ++sequence;
   if (controller) controller.abort();
+  $("welcome").hidden = Boolean(query) || !$("welcome").childElementCount;
   if (!query) {
     hits = [];
     $("results").replaceChildren();
