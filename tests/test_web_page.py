@@ -875,3 +875,26 @@ def test_the_first_screen_says_what_is_indexed_and_offers_questions_from_the_hea
         assert page.locator("#panel-ask").is_visible()
         assert page.input_value("#question") == "What do my documents say about Linux?"
         page.wait_for_selector("#ask:not([disabled])")
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_docx_and_html_hits_open_in_their_extracted_text_at_the_passage(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    (tmp_path / "docs").mkdir()
+    for name in ("operations-guide.docx", "api.html"):
+        shutil.copyfile(REPO / "examples" / "sample-docs" / name, tmp_path / "docs" / name)
+    with page_server(tmp_path) as url, new_page(browser, url, viewport) as page:
+        for query, name, words in (("snapshot backups freezes segment", "operations-guide.docx", "freezes"),
+                                   ("Bearer token create", "api.html", "Bearer")):  # fmt: skip
+            page.fill("#search-q", query)
+            page.wait_for_selector(f"#results[data-query='{query}'] .hit")
+            page.locator("#results .hit", has_text=name).first.locator(".hit-open").click()
+            page.wait_for_selector("#reader:not([hidden]) #reader-text .ln.hl")
+            marked = "\n".join(page.locator("#reader-text .ln.hl").all_inner_texts())
+            assert words in marked and "<" not in marked.replace("<token>", ""), marked
+            assert page.locator("#reader-text .ln.hl").first.is_visible()  # scrolled to the passage
+            if name == "api.html":
+                screenshot(page, tmp_path, f"html-passage-{viewport['width']}")
+            page.click("#reader-close")
+            page.wait_for_selector("#reader", state="hidden")
