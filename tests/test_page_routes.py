@@ -214,6 +214,20 @@ def test_read_page_renders_a_pdf_page_with_the_passage_marked_and_stays_confined
             assert not refused.content.startswith(b"\x89PNG")
 
 
+def test_topics_are_headings_one_per_section_without_numbers(tmp_path: Path) -> None:
+    with serving(tmp_path) as url:
+        docs = tmp_path / "docs"
+        (docs / "notes.md").write_text(
+            "# Installation\n\n## Windows\n\nRun the installer.\n\n# 2.0.1 (2 May 2023)\n\nFixed.\n",
+            encoding="utf-8",
+        )
+        httpx.post(url + "/sources/reindex", json={"name": str(docs)})
+        wait_idle(url)
+        topics = httpx.get(url + "/topics").json()["topics"]
+        assert "Serving" in topics and "2.0.1 (2 May 2023)" not in topics
+        assert len([t for t in topics if t in ("Linux", "Windows")]) == 1  # one per top-level section
+
+
 def test_status_without_a_model_says_so(tmp_path: Path) -> None:
     with serving(tmp_path) as url:
         body = httpx.get(url + "/status").json()
