@@ -728,6 +728,14 @@ def test_a_pdf_hit_opens_its_page_with_the_passage_marked(
         close = page.locator("#reader-close").bounding_box()
         assert close and close["x"] >= 0 and close["x"] + close["width"] <= viewport["width"]
         assert close["y"] >= 0 and close["y"] + close["height"] <= viewport["height"]  # on screen, phone too
+        tab = page.locator("#tab-ask").bounding_box()  # the tabs stay reachable above the passage
+        assert (
+            tab
+            and page.evaluate(
+                "([x, y]) => document.elementFromPoint(x, y).id", [tab["x"] + 5, tab["y"] + tab["height"] / 2]
+            )
+            == "tab-ask"
+        )
         screenshot(page, tmp_path, f"pdf-page-{viewport['width']}")
         page.click("#reader-close")
         page.wait_for_selector("#reader", state="hidden")

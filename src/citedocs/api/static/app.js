@@ -167,6 +167,14 @@ async function refreshStatus() {
   setTimeout(refreshStatus, STATUS_MS);
 }
 
+// The header's height, so the phone's passage sheet opens below it and the tabs stay reachable.
+function trackHeader() {
+  const set = () => document.documentElement.style.setProperty("--top-h", document.querySelector(".top").offsetHeight + "px");
+  new ResizeObserver(set).observe(document.querySelector(".top"));
+  set();
+}
+
+trackHeader();
 initTabs();
 initSearch();
 initAsk();
