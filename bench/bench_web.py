@@ -1,13 +1,15 @@
 """The web page's own cost: from opening the page to the first search result on screen, in real Chromium.
 
     .venv/bin/python bench/bench_web.py [--runs 7] [--embedder auto|none] [--chromium /usr/bin/chromium]
+                                        [--width 1280] [--src SRC_DIR]
 
 Starts `citedocs serve --folder examples/sample-docs` on a fresh index (in a temporary folder), waits until
 indexing and embedding are done, then for each run opens the page in a fresh browser context (no cache) and
-types a query. Per run it records, on the page's own clock (performance marks): the `load` event (modules
-included); the page usable (its first /sources answer filled the filters); typing to the first result rendered
+types a query. Per run it records, on the page's own clock (performance marks): the first contentful paint;
+the `load` event (modules included); the page usable (its first /sources answer filled the filters); typing to the first result rendered
 (includes the page's 180 ms debounce); the `/search` round trip as the page measured it; and usable plus
-typing to result. Keyword and hybrid runs are interleaved. Medians (P95).
+typing to result. Keyword and hybrid runs are interleaved. Medians (P95). `--src` serves another checkout's
+package (e.g. /work/main/src, to compare against a baseline on the same machine); `--width 390` is a phone.
 """
 
 from __future__ import annotations
@@ -49,12 +51,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(home: Path, embedder: str) -> Iterator[str]:
+def serve(home: Path, embedder: str, src: Path) -> Iterator[str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CITEDOCS_")}
     env.update({"XDG_DATA_HOME": str(home / "data"), "XDG_CONFIG_HOME": str(home / "config"),
                 "CITEDOCS_ENV_FILE": "", "CITEDOCS_EMBEDDER": embedder,
-                "PYTHONPATH": str(REPO / "src")})  # fmt: skip
+                "PYTHONPATH": str(src)})  # fmt: skip
     command = [sys.executable, "-m", "citedocs", "serve", "--folder", str(SAMPLES), "--db",
                str(home / "index.sqlite3"), "--port", str(port)]  # fmt: skip
     log = (home / "serve.log").open("w", encoding="utf-8")
@@ -78,13 +80,14 @@ def serve(home: Path, embedder: str) -> Iterator[str]:
         log.close()
 
 
-def one_run(browser: Any, url: str, query: str, mode: str) -> dict[str, float]:
-    """Timings from the page's own clock (performance marks), so the driver's round trips are not counted."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+def one_run(browser: Any, url: str, query: str, mode: str, width: int = 1280) -> dict[str, float]:
+    """Timings from the page's own clock (performance marks), so the driver's round trips are not counted.
+    Expressions are functions: the page's Content-Security-Policy forbids evaluating strings."""
+    context = browser.new_context(viewport={"width": width, "height": 800})
     page = context.new_page()
     try:
         page.goto(url + "/#search", wait_until="load")
-        page.wait_for_function("performance.getEntriesByName('citedocs:ready').length > 0")
+        page.wait_for_function("() => performance.getEntriesByName('citedocs:ready').length > 0")
         page.select_option("#search-mode", mode)
         typed = page.evaluate(
             """(q) => { performance.clearMarks('citedocs:results'); const box = document.querySelector('#search-q');
@@ -92,19 +95,22 @@ def one_run(browser: Any, url: str, query: str, mode: str) -> dict[str, float]:
             query,
         )
         try:
-            page.wait_for_function("document.querySelectorAll('#results .hit').length > 0", timeout=20_000)
+            page.wait_for_function(
+                "() => document.querySelectorAll('#results .hit').length > 0", timeout=20_000
+            )
         except Exception:
             raise SystemExit(
                 f"no result for {query!r} ({mode}): {page.inner_text('#search-note')!r}"
             ) from None
         marks = page.evaluate(
-            """() => ({ ready: performance.getEntriesByName('citedocs:ready')[0].startTime,
+            """() => ({ paint: performance.getEntriesByName('first-contentful-paint')[0].startTime,
+                       ready: performance.getEntriesByName('citedocs:ready')[0].startTime,
                        load: performance.getEntriesByType('navigation')[0].loadEventEnd,
                        shown: performance.getEntriesByName('citedocs:results').at(-1).startTime })"""
         )
         note = page.inner_text("#search-note")
         round_trip = re.search(r"(\d+) ms", note)
-        return {"load_ms": marks["load"], "ready_ms": marks["ready"], "type_to_result_ms": marks["shown"] - typed,
+        return {"paint_ms": marks["paint"], "load_ms": marks["load"], "ready_ms": marks["ready"], "type_to_result_ms": marks["shown"] - typed,
                 "search_ms": float(round_trip.group(1)) if round_trip else float("nan"),
                 "total_ms": marks["ready"] + marks["shown"] - typed}  # fmt: skip
     finally:
@@ -116,6 +122,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--embedder", default="auto", help="auto (hybrid works) or none (keyword only)")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
+    parser.add_argument("--width", type=int, default=1280, help="viewport width in px (390: a phone)")
+    parser.add_argument(
+        "--src", type=Path, default=REPO / "src", help="the package to serve (a baseline's src)"
+    )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -124,25 +134,25 @@ def main() -> None:
     results: dict[str, list[dict[str, float]]] = {mode: [] for mode in modes}
     with (
         tempfile.TemporaryDirectory() as tmp,
-        serve(Path(tmp), args.embedder) as url,
+        serve(Path(tmp), args.embedder, args.src) as url,
         sync_playwright() as pw,
     ):
         browser = pw.chromium.launch(executable_path=args.chromium, args=LAUNCH_ARGS)
-        print(f"- chromium: {browser.version} (headless)\n")
-        one_run(browser, url, QUERIES[0], modes[0])  # warm-up run, not counted
+        print(f"- chromium: {browser.version} (headless), viewport {args.width} px, serving {args.src}\n")
+        one_run(browser, url, QUERIES[0], modes[0], args.width)  # warm-up run, not counted
         for run in range(args.runs):
             for mode in modes:  # interleaved, so drift on a shared machine hits both alike
-                results[mode].append(one_run(browser, url, QUERIES[run % len(QUERIES)], mode))
+                results[mode].append(one_run(browser, url, QUERIES[run % len(QUERIES)], mode, args.width))
         browser.close()
     print(f"runs: {args.runs} per mode, embedder {args.embedder}; medians (P95) in ms")
     print(
-        "| mode | page load event | page usable (filters filled) | typing → first result (incl. 180 ms debounce) "
+        "| mode | first paint | page load event | page usable (filters filled) | typing → first result (incl. 180 ms debounce) "
         "| /search round trip | page usable + typing → result |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for mode, rows in results.items():
         cells = []
-        for key in ("load_ms", "ready_ms", "type_to_result_ms", "search_ms", "total_ms"):
+        for key in ("paint_ms", "load_ms", "ready_ms", "type_to_result_ms", "search_ms", "total_ms"):
             values = [r[key] for r in rows]
             cells.append(f"{median(values):.0f} ({pct(values, 95):.0f})")
         print(f"| {mode} | " + " | ".join(cells) + " |")

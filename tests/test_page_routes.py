@@ -183,6 +183,51 @@ def test_read_gives_a_passage_in_its_context_and_stays_confined(tmp_path: Path) 
         assert site.status_code in (403, 404)
 
 
+def test_read_page_renders_a_pdf_page_with_the_passage_marked_and_stays_confined(tmp_path: Path) -> None:
+    from conftest import shared
+
+    fixture = shared("parser-fixtures", "pdf", "markitdown_REPAIR-2022-INV-001_multipage.pdf")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "estimate.pdf").write_bytes(fixture.read_bytes())
+    outside = tmp_path / "outside.pdf"
+    outside.write_bytes(fixture.read_bytes())
+    with serving(tmp_path) as url:
+        os.symlink(outside, docs / "link.pdf")
+        path = str(docs / "estimate.pdf")
+        passage = (
+            "Insured name Gabriel Diaz Year 2022\nClaim # SF-1008 Make Jeep\nNot on this page at all, no"
+        )
+        marked = httpx.get(url + "/read/page", params={"path": path, "page": 1, "text": passage})
+        assert marked.status_code == 200 and marked.headers["content-type"] == "image/png"
+        assert marked.content.startswith(b"\x89PNG") and len(marked.content) > 20_000
+        assert marked.headers["x-citedocs-marked"] == "2" and marked.headers["x-citedocs-pages"] == "3"
+        plain = httpx.get(url + "/read/page", params={"path": path, "page": 1})
+        assert plain.headers["x-citedocs-marked"] == "0" and plain.content != marked.content
+        past = httpx.get(url + "/read/page", params={"path": path, "page": 9})
+        assert past.status_code == 422 and "Ask for a page 1-3" in past.json()["error"]["hint"]
+        not_pdf = httpx.get(url + "/read/page", params={"path": str(docs / "install.md"), "page": 1})
+        assert not_pdf.status_code == 422 and "not a PDF" in not_pdf.json()["error"]["message"]
+        for refused_path in [str(outside), str(docs / "link.pdf"), str(docs / ".." / "outside.pdf")]:
+            refused = httpx.get(url + "/read/page", params={"path": refused_path, "page": 1})
+            assert refused.status_code in (403, 404), (refused_path, refused.text)
+            assert not refused.content.startswith(b"\x89PNG")
+
+
+def test_topics_are_headings_one_per_section_without_numbers(tmp_path: Path) -> None:
+    with serving(tmp_path) as url:
+        docs = tmp_path / "docs"
+        (docs / "notes.md").write_text(
+            "# Installation\n\n## Windows\n\nRun the installer.\n\n# 2.0.1 (2 May 2023)\n\nFixed.\n",
+            encoding="utf-8",
+        )
+        httpx.post(url + "/sources/reindex", json={"name": str(docs)})
+        wait_idle(url)
+        topics = httpx.get(url + "/topics").json()["topics"]
+        assert "Serving" in topics and "2.0.1 (2 May 2023)" not in topics
+        assert len([t for t in topics if t in ("Linux", "Windows")]) == 1  # one per top-level section
+
+
 def test_status_without_a_model_says_so(tmp_path: Path) -> None:
     with serving(tmp_path) as url:
         body = httpx.get(url + "/status").json()

@@ -63,12 +63,17 @@ def browser() -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def new_page(browser: Any, url: str, viewport: dict[str, int] = WIDE) -> Iterator[Any]:
-    context = browser.new_context(viewport=viewport)
+def new_page(
+    browser: Any, url: str, viewport: dict[str, int] = WIDE, color_scheme: str = "light"
+) -> Iterator[Any]:
+    context = browser.new_context(viewport=viewport, color_scheme=color_scheme)
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on(  # the page passes its own Content-Security-Policy in every state (api/headers.py)
+        "console", lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None
+    )
     page.goto(url + "/")
     try:
         yield page
@@ -154,12 +159,12 @@ def test_search_with_no_model_as_you_type_with_mode_and_filters(browser: Any, tm
         assert "semantic search is off" in page.inner_text("#search-note")  # says why it is keyword
         page.select_option("#search-mode", "keyword")
         page.wait_for_function(
-            "document.querySelector('#search-note').textContent.includes('keyword ranking')"
+            "() => document.querySelector('#search-note').textContent.includes('keyword ranking')"
         )
         assert page.locator("#search-type option[value=text]").count() == 1
         page.select_option("#search-type", "text")
         page.wait_for_function(
-            "[...document.querySelectorAll('#results .hit-open')].every(b => b.textContent.startsWith('notes.txt'))"
+            "() => [...document.querySelectorAll('#results .hit-open')].every(b => b.textContent.startsWith('notes.txt'))"
         )
         assert page.locator("#results .hit").count() == 1
         page.select_option("#search-type", "")
@@ -167,7 +172,9 @@ def test_search_with_no_model_as_you_type_with_mode_and_filters(browser: Any, tm
         page.wait_for_selector("#results[data-query='port'] .hit")
         screenshot(page, tmp_path, "search")
         page.fill("#search-q", "zzzqqqnothing")
-        page.wait_for_function("document.querySelector('#search-note').textContent.startsWith('No passage')")
+        page.wait_for_function(
+            "() => document.querySelector('#search-note').textContent.startsWith('No passage')"
+        )
         page.fill("#search-q", "zanzibar ferry")  # documents and file names are data, never markup
         page.wait_for_selector("#results[data-query='zanzibar ferry'] .hit")
         page.click("#results .hit-open")
@@ -202,9 +209,9 @@ def test_open_a_hit_in_its_context_with_the_keyboard_and_copy_its_reference(
         assert len(numbers) > len(highlighted)  # lines around the passage, read from the file
         before = len(numbers)
         page.click("#reader-after")
-        page.wait_for_function(f"document.querySelectorAll('#reader-text .ln').length > {before}")
+        page.wait_for_function(f"() => document.querySelectorAll('#reader-text .ln').length > {before}")
         page.click("#reader-copy")
-        page.wait_for_function("document.querySelector('#reader-copy').textContent === 'Copied'")
+        page.wait_for_function("() => document.querySelector('#reader-copy').textContent === 'Copied'")
         copied = page.evaluate("navigator.clipboard.readText()")
         start, end = page.locator("#reader-text .ln.hl").evaluate_all(
             "ls => [ls[0].dataset.n, ls.at(-1).dataset.n]"
@@ -272,12 +279,14 @@ def test_ask_with_the_scripted_model_streams_and_a_citation_shows_its_passage(
         llm = LLMClient(fake.base_url, "scripted")
         with page_server(tmp_path, llm=llm) as url, new_page(browser, url) as page:
             page.click("#tab-ask")
-            page.wait_for_function("document.querySelector('#pill').title.includes('scripted')")
+            page.wait_for_function("() => document.querySelector('#pill').title.includes('scripted')")
             assert page.locator("#no-model").is_hidden()
             page.fill("#question", QUESTION)
             page.keyboard.press("Enter")
             page.wait_for_selector("#answer.streaming")
-            page.wait_for_function("document.querySelector('#answer').textContent.includes('listens on')")
+            page.wait_for_function(
+                "() => document.querySelector('#answer').textContent.includes('listens on')"
+            )
             page.wait_for_selector("#answer:not(.streaming) .sent.ok")
             assert "port 8765" in page.inner_text("#answer")
             assert page.locator("#answer .sent.unsupported").count() == 0
@@ -296,7 +305,7 @@ def test_ask_with_the_scripted_model_streams_and_a_citation_shows_its_passage(
             page.wait_for_selector("#sources #reader:not([hidden]) .ln.hl")
             page.fill("#question", OFF_TOPIC)
             page.click("#ask")
-            page.wait_for_function("document.querySelector('#notice').textContent.includes('Refused')")
+            page.wait_for_function("() => document.querySelector('#notice').textContent.includes('Refused')")
             assert "can't answer" in page.inner_text("#answer")
         close(llm)
     chats = [r for r in fake.requests if r.path.endswith("/chat/completions")]
@@ -364,8 +373,9 @@ def test_without_a_model_the_page_says_so_once_and_still_shows_the_sources(
         page.wait_for_selector("#no-model:not([hidden])")
         message = page.inner_text("#no-model")
         assert "No language model is configured" in message and "CITEDOCS_LLM_BASE_URL" in message
+        assert "citedocs model install" in message and "restart" in message  # how to get one
         link = page.locator("#no-model a")
-        assert link.get_attribute("href") == "/help/models"
+        assert link.get_attribute("href") == "/static/help.html#models"
         assert httpx.get(url + "/help/models").status_code == 200
         for _ in range(2):
             page.fill("#question", QUESTION)
@@ -494,10 +504,405 @@ def test_the_status_panel_shows_models_index_and_the_folder_watcher(browser: Any
             page.click("#tab-status")
             page.wait_for_selector("#status-index dd")
             page.wait_for_function(
-                "document.querySelector('#status-index').textContent.includes('1 of 1 folders live')"
+                "() => document.querySelector('#status-index').textContent.includes('1 of 1 folders live')"
             )
             index = page.inner_text("#status-index")
             assert "site pages not fetched" in index and "chunks" in index
             assert "none configured" in page.inner_text("#status-models")
     finally:
         library.close()
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_the_api_reference_loads_with_the_network_off(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    """/docs is Swagger UI from the installed package: every request leaving this server is aborted."""
+    with page_server(tmp_path) as url, new_page(browser, url, viewport) as page:
+        outside: list[str] = []
+
+        def only_here(route: Any) -> None:
+            if route.request.url.startswith(url + "/"):
+                route.continue_()
+            else:
+                outside.append(route.request.url)
+                route.abort()
+
+        page.context.route("**/*", only_here)
+        response = page.goto(url + "/docs")
+        assert response.headers["x-frame-options"] == "DENY"
+        page.wait_for_selector(".opblock-summary-path[data-path='/ask']", timeout=20_000)
+        assert page.locator(".opblock").count() >= 8
+        assert outside == []
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+        screenshot(page, tmp_path, f"docs-{viewport['width']}")
+
+
+HOSTILE = (
+    '## Details <img src=x onerror="window.pwned=3">\n\n'
+    "The port is **8765** [1]. <script>window.pwned=4</script>\n\n"
+    "- [the docs](https://example.com/a)\n- [bad](javascript:window.pwned=5)\n- `code <b>x</b>` and *more*\n\n"
+    "```html\n<script>window.pwned=6</script>\n```\n"
+)
+SOURCE = {"n": 1, "path": "/docs/install.md", "source": "/docs", "heading": "Install", "page": None,
+          "line_start": 3, "line_end": 5, "chunk_id": "c1", "score": 1.0, "text": "It listens on port 8765."}  # fmt: skip
+
+
+def done_event(raw: str, sentences: list[tuple[str, bool]], **extra: Any) -> dict[str, Any]:
+    """A `done` whose sentences are the given substrings of `raw` (supported or not), with their offsets."""
+    checked = []
+    for text, supported in sentences:
+        start = raw.index(text)
+        checked.append({"sentence": text, "cited": [1], "supported_by": [1] if supported else [],
+                        "support": 1.0 if supported else 0.0, "repaired": False, "supported": supported,
+                        "checked": True, "start": start, "end": start + len(text), "kind": "text"})  # fmt: skip
+    return {"answer": raw, "raw_answer": raw, "citations": [1], "invalid_citations": [], "refused": False,
+            "refused_before_model": False, "truncated": False, "model": "scripted",
+            "timings": {"ttft_ms": 5.0, "total_ms": 9.0}, "supported_fraction": 1.0, "repaired": 0,
+            "sentences": checked, **extra}  # fmt: skip
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_answers_are_safe_markdown_and_hostile_markup_stays_text(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    done = done_event(HOSTILE, [("The port is **8765** [1].", True), ("`code <b>x</b>` and *more*", False)])
+    events = [("sources", {"sources": [SOURCE], "note": None}), ("token", {"text": HOSTILE}), ("done", done)]
+    with (
+        live_server(scripted_page_server(events, gap_s=0.3)) as url,
+        new_page(browser, url, viewport) as page,
+    ):
+        ask(page, QUESTION)
+        page.wait_for_selector("#answer.streaming strong")  # drawn as Markdown while it streams too
+        page.wait_for_selector("#answer:not(.streaming) .sent.ok")
+        answer = page.locator("#answer")
+        assert "Details <img" in answer.locator("h4").inner_text()
+        assert answer.locator(".sent.ok strong").inner_text() == "8765"
+        assert answer.locator(".sent.ok button.cite").count() == 1
+        assert answer.locator("li").count() == 3 and answer.locator("li code").inner_text() == "code <b>x</b>"
+        assert answer.locator(".sent.unsupported em").inner_text() == "more"
+        links = answer.locator("a")
+        assert links.count() == 1 and links.get_attribute("href") == "https://example.com/a"
+        assert links.get_attribute("rel") == "noopener noreferrer nofollow"
+        assert "[bad](javascript:window.pwned=5)" in answer.inner_text()
+        assert "<script>window.pwned=6</script>" in answer.locator("pre code").inner_text()
+        assert "<script>window.pwned=4</script>" in answer.locator("p").first.inner_text()
+        answer.locator(".md-link-refused").click()
+        assert page.evaluate(
+            "() => window.pwned === undefined && !document.querySelector('main img, main script')"
+        )
+        assert "##" not in answer.inner_text() and "**" not in answer.inner_text()
+        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
+        screenshot(page, tmp_path, f"markdown-{viewport['width']}")
+
+
+NOISY_EVIDENCE = {
+    "note": "Best sentences; the answer follows.",
+    "evidence": [
+        {"text": "## Ports", "n": 1, "path": "/docs/install.md", "line_start": 3},
+        {"text": '{"port": 8765, "host": "127.0.0.1", "tls": false}', "n": 1, "path": "/docs/c.json"},
+        {
+            "text": "It listens on **port 8765** by default.",
+            "n": 1,
+            "path": "/docs/install.md",
+            "line_start": 4,
+        },
+        {"text": "It listens on port 8765 by default.", "n": 1, "path": "/docs/install.md", "line_start": 9},
+        {"text": "| port | 8765 | the HTTP API |", "n": 1, "path": "/docs/install.md", "line_start": 12},
+    ],
+}
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_the_evidence_is_clean_folds_and_a_refusal_says_so_without_unrelated_sources(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    refusal = "I can't answer that from the indexed documents."
+    done = {**done_event(refusal, []), "refused": True, "raw_answer": "", "refusal_reason": None}
+    events = [("sources", {"sources": [SOURCE], "note": None}), ("evidence", NOISY_EVIDENCE), ("done", done)]
+    with (
+        live_server(scripted_page_server(events, gap_s=0.8)) as url,
+        new_page(browser, url, viewport) as page,
+    ):
+        ask(page, QUESTION)
+        page.wait_for_selector("#evidence[open]:not([hidden]) li")
+        items = page.locator("#evidence li").all_inner_texts()
+        assert len(items) == 2, items  # the heading and the JSON dropped, the repeat once
+        assert (
+            items[0].startswith("It listens on port 8765 by default.") and "8765 · the HTTP API" in items[1]
+        )
+        assert "follows" not in page.inner_text("#evidence")
+        assert "before the model writes" in page.inner_text("#evidence summary")
+        page.wait_for_function("() => document.querySelector('#notice').textContent.startsWith('Refused')")
+        assert page.locator("#evidence[open]").count() == 0  # folded once the answer is settled
+        assert "do not answer the question" in page.inner_text("#evidence summary")
+        assert page.locator("#source-list li button").count() == 0
+        assert "No passage is about this question" in page.inner_text("#source-list")
+        notice = page.inner_text("#notice")
+        assert "Sources tab" in notice and ".." not in notice and "raw_answer" not in notice
+        page.wait_for_selector("#ask:not([disabled])")
+        screenshot(page, tmp_path, f"refused-{viewport['width']}")
+
+
+def test_stop_keeps_what_was_written_and_the_evidence_says_it_was_stopped(
+    browser: Any, tmp_path: Path
+) -> None:
+    events = [("sources", {"sources": [SOURCE], "note": None}), ("evidence", NOISY_EVIDENCE),
+              ("token", {"text": "The port is "}), ("token", {"text": "8765 [1]"}),
+              ("done", done_event("The port is 8765 [1].", [("The port is 8765 [1].", True)]))]  # fmt: skip
+    with live_server(scripted_page_server(events, gap_s=3.0)) as url, new_page(browser, url) as page:
+        ask(page, QUESTION)
+        page.wait_for_selector("#evidence:not([hidden]) li")
+        page.wait_for_function("() => document.querySelector('#answer').textContent.includes('The port is')")
+        page.click("#stop")
+        page.wait_for_function("() => document.querySelector('#notice').textContent.startsWith('Stopped.')")
+        assert "ask again" in page.inner_text("#notice")
+        assert "stopped" in page.inner_text("#evidence summary")
+        assert "The port is" in page.inner_text("#answer")
+
+
+def test_a_japanese_question_gets_japanese_messages(browser: Any, tmp_path: Path) -> None:
+    done = {**done_event("その質問には索引の文書から答えられません。", []), "refused": True,
+            "refused_before_model": True, "raw_answer": "", "refusal_reason": "the passages hold 0% of its terms"}  # fmt: skip
+    events = [("sources", {"sources": [SOURCE], "note": None}), ("done", done)]
+    with live_server(scripted_page_server(events, gap_s=0.1)) as url, new_page(browser, url) as page:
+        ask(page, "重要度の設定はどこで変えますか？")
+        page.wait_for_function("() => document.querySelector('#notice').textContent.length > 0")
+        notice = page.inner_text("#notice")
+        assert notice.startswith("回答しませんでした") and "Sources" in notice
+        assert "0%" not in notice and "terms" not in notice
+        assert "出典は表示していません" in page.inner_text("#source-list")
+        page.fill("#question", "あ" * 2001)
+        assert "2,000 文字まで" in page.inner_text("#question-note")
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_a_question_over_2000_characters_is_refused_out_loud(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    with page_server(tmp_path) as url, new_page(browser, url, viewport) as page:
+        page.click("#tab-ask")
+        page.fill("#question", "port " * 420)  # 2,100 characters, pasted: nothing is cut
+        assert len(page.input_value("#question")) == 2100
+        note = page.inner_text("#question-note")
+        assert "2,000 characters" in note and "2,099" in note and "Shorten" in note  # trimmed: 2,099
+        assert page.locator("#ask").is_disabled()
+        screenshot(page, tmp_path, f"too-long-{viewport['width']}")
+        page.fill("#question", QUESTION)
+        assert page.inner_text("#question-note") == "" and page.locator("#ask").is_enabled()
+
+
+def test_hit_cards_show_paths_relative_to_their_folder(browser: Any, tmp_path: Path) -> None:
+    with page_server(tmp_path) as url, new_page(browser, url, NARROW) as page:
+        page.fill("#search-q", "pipx install")
+        page.wait_for_selector("#results .hit")
+        assert str(tmp_path) not in page.inner_text("#results")
+        assert page.locator("#results .hit-open").first.inner_text().startswith("install.md")
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_a_pdf_hit_opens_its_page_with_the_passage_marked(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    from conftest import shared
+
+    fixture = shared("parser-fixtures", "pdf", "markitdown_REPAIR-2022-INV-001_multipage.pdf")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "estimate.pdf").write_bytes(fixture.read_bytes())
+    with page_server(tmp_path) as url, new_page(browser, url, viewport) as page:
+        page.fill("#search-q", "Gabriel Diaz Grand Cherokee")
+        page.wait_for_selector("#results .hit")
+        hit = page.locator("#results .hit", has_text="estimate.pdf").first
+        assert "page " in hit.locator(".where").inner_text()
+        hit.locator(".hit-open").click()
+        image = page.locator("#reader-original img.page-image")
+        image.wait_for()
+        page.wait_for_function(
+            "() => { const i = document.querySelector('#reader-original img'); return i && i.complete && i.naturalWidth > 500; }"
+        )
+        src = image.get_attribute("src") or ""
+        assert src.startswith("/read/page?") and "page=1" in src
+        marked = httpx.get(url + src)
+        assert int(marked.headers["x-citedocs-marked"]) >= 1  # the passage's lines found and marked
+        assert "Page 1 of estimate.pdf" in page.inner_text("#reader-original")
+        close = page.locator("#reader-close").bounding_box()
+        assert close and close["x"] >= 0 and close["x"] + close["width"] <= viewport["width"]
+        assert close["y"] >= 0 and close["y"] + close["height"] <= viewport["height"]  # on screen, phone too
+        tab = page.locator("#tab-ask").bounding_box()  # the tabs stay reachable above the passage
+        assert (
+            tab
+            and page.evaluate(
+                "([x, y]) => document.elementFromPoint(x, y).id", [tab["x"] + 5, tab["y"] + tab["height"] / 2]
+            )
+            == "tab-ask"
+        )
+        screenshot(page, tmp_path, f"pdf-page-{viewport['width']}")
+        page.click("#reader-close")
+        page.wait_for_selector("#reader", state="hidden")
+
+
+def test_a_site_page_opens_at_the_passage_by_a_text_fragment(browser: Any, tmp_path: Path) -> None:
+    with page_server(tmp_path) as url, new_page(browser, url) as page:
+        made = page.evaluate(
+            """async () => {
+              const { textFragmentUrl, original } = await import('/static/reader.js');
+              const hit = { path: 'https://hono.dev/docs/routing.md#top', text: '## Routing\\nThe quokka-router walks a radix tree, fast, in order.' };
+              return [textFragmentUrl(hit.path, hit.text), original(hit)[0].getAttribute('href'),
+                      original({ path: '/docs/a.md', text: 'x' }).length];
+            }"""
+        )
+        want = "https://hono.dev/docs/routing.md#:~:text=The%20quokka%2Drouter%20walks%20a%20radix"
+        assert made[0] == want + ",fast%2C%20in%20order."  # start and end: the whole passage is highlighted
+        assert made[1] == made[0] and made[2] == 0
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_back_and_hash_links_switch_tabs_and_back_closes_a_passage_first(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    selected = "() => document.querySelector('[role=tab][aria-selected=true]').id"
+    with page_server(tmp_path) as url, new_page(browser, url, viewport) as page:
+        page.click("#tab-ask")
+        page.click("#tab-sources")
+        assert page.evaluate(selected) == "tab-sources" and page.url.endswith("#sources")
+        page.go_back()
+        page.wait_for_function(f"() => ({selected})() === 'tab-ask'")
+        assert page.locator("#panel-ask").is_visible() and page.locator("#panel-sources").is_hidden()
+        page.go_back()
+        page.wait_for_function(f"() => ({selected})() === 'tab-search'")
+        assert page.url.startswith(url)  # still on the page, not left
+        page.go_forward()
+        page.wait_for_function(f"() => ({selected})() === 'tab-ask'")
+        page.evaluate("() => { location.hash = 'status'; }")  # a link to #status
+        page.wait_for_function(f"() => ({selected})() === 'tab-status'")
+        page.click("#tab-search")
+        page.fill("#search-q", "pipx install")
+        page.wait_for_selector("#results .hit")
+        page.click("#results .hit-open")
+        page.wait_for_selector("#reader:not([hidden]) .ln.hl")
+        page.go_back()  # on a phone the passage is a full-screen sheet: Back closes it, the tab stays
+        page.wait_for_selector("#reader", state="hidden")
+        assert page.evaluate(selected) == "tab-search"
+        tabs = page.locator("#tab-ask").bounding_box()
+        assert tabs and tabs["x"] + tabs["width"] <= viewport["width"] and tabs["y"] >= 0
+        page.click("#results .hit-open")
+        page.wait_for_selector("#reader:not([hidden])")
+        page.click("#reader-close")
+        page.wait_for_selector("#reader", state="hidden")
+        page.go_back()  # the closed passage's entry was taken back: Back goes to the tab before
+        page.wait_for_function(f"() => ({selected})() === 'tab-status'")
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_dark_mode_follows_the_system(browser: Any, tmp_path: Path, viewport: dict[str, int]) -> None:
+    luminance = """(sel) => { const c = getComputedStyle(document.querySelector(sel)).backgroundColor
+                     .match(/\\d+/g).map(Number); return (c[0] * 299 + c[1] * 587 + c[2] * 114) / 1000; }"""
+    with page_server(tmp_path) as url:
+        for scheme, dark in (("dark", True), ("light", False)):
+            with new_page(browser, url, viewport, color_scheme=scheme) as page:
+                page.fill("#search-q", "port")
+                page.wait_for_selector("#results .hit")
+                for selector in ("body", ".top", "#results .hit", "#search-q"):
+                    level = page.evaluate(luminance, selector)
+                    assert (level < 60) if dark else (level > 200), (scheme, selector, level)
+                ink = page.evaluate("() => getComputedStyle(document.body).color")
+                assert ink != "rgb(29, 35, 48)" if dark else ink == "rgb(29, 35, 48)"
+                if dark:
+                    screenshot(page, tmp_path, f"dark-{viewport['width']}")
+
+
+def test_the_models_guide_renders_as_a_page_not_raw_markdown(browser: Any, tmp_path: Path) -> None:
+    with page_server(tmp_path) as url, new_page(browser, url, NARROW) as page:
+        page.click("#tab-ask")
+        page.wait_for_selector("#no-model:not([hidden]) a")
+        with page.context.expect_page() as opened:
+            page.click("#no-model a")
+        guide = opened.value
+        guide.wait_for_selector("#help .md-h")
+        text = guide.inner_text("#help")
+        assert "citedocs model install" in text and "\n## " not in text and "```" not in text
+        assert guide.locator("#help h3").count() == 1 and guide.locator("#help pre code").count() >= 1
+        assert guide.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_ask_about_one_folder_only(browser: Any, tmp_path: Path, viewport: dict[str, int]) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "ports.md").write_text(
+        "# Ports\n\nThe proxy server listens on port 8765 by default.\n", encoding="utf-8"
+    )
+    library = make_library(tmp_path)
+    try:
+        library.add_folder(other)
+        library.index()
+        with (
+            live_server(create_app(library.settings, library, None)) as url,
+            new_page(browser, url, viewport) as page,
+        ):
+            page.click("#tab-ask")
+            page.wait_for_selector(f"#ask-source option[value='{other.resolve()}']", state="attached")
+            page.select_option("#ask-source", str(other.resolve()))
+            page.fill("#question", QUESTION)
+            page.click("#ask")
+            page.wait_for_selector("#source-list li button")
+            page.wait_for_selector("#ask:not([disabled])")
+            names = page.locator("#source-list li button").all_inner_texts()
+            assert names and all("ports.md" in name for name in names), names  # no install.md from docs/
+            page.select_option("#ask-source", "")
+            page.click("#ask")
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('#source-list li button')].some(b => b.textContent.includes('install.md'))"
+            )
+            screenshot(page, tmp_path, f"ask-filter-{viewport['width']}")
+    finally:
+        library.close()
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_the_first_screen_says_what_is_indexed_and_offers_questions_from_the_headings(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    with page_server(tmp_path) as url, new_page(browser, url, viewport) as page:
+        welcome = page.locator("#welcome")
+        welcome.locator(".example").first.wait_for()
+        text = welcome.inner_text()
+        assert "4 documents" in text and "1 folder" in text and "citedocs model install" in text
+        examples = welcome.locator(".example").all_inner_texts()
+        assert "What do my documents say about Linux?" in examples, examples  # from "Installation > Linux"
+        assert page.evaluate(
+            "() => !document.querySelector('main img, main script')"
+        )  # the <b> heading is text
+        screenshot(page, tmp_path, f"first-screen-{viewport['width']}")
+        page.fill("#search-q", "port")
+        page.wait_for_selector("#results .hit")
+        assert welcome.is_hidden()
+        page.fill("#search-q", "")
+        welcome.wait_for()
+        welcome.locator(".example", has_text="Linux").click()
+        assert page.locator("#panel-ask").is_visible()
+        assert page.input_value("#question") == "What do my documents say about Linux?"
+        page.wait_for_selector("#ask:not([disabled])")
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
+def test_docx_and_html_hits_open_in_their_extracted_text_at_the_passage(
+    browser: Any, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    (tmp_path / "docs").mkdir()
+    for name in ("operations-guide.docx", "api.html"):
+        shutil.copyfile(REPO / "examples" / "sample-docs" / name, tmp_path / "docs" / name)
+    with page_server(tmp_path) as url, new_page(browser, url, viewport) as page:
+        for query, name, words in (("snapshot backups freezes segment", "operations-guide.docx", "freezes"),
+                                   ("Bearer token create", "api.html", "Bearer")):  # fmt: skip
+            page.fill("#search-q", query)
+            page.wait_for_selector(f"#results[data-query='{query}'] .hit")
+            page.locator("#results .hit", has_text=name).first.locator(".hit-open").click()
+            page.wait_for_selector("#reader:not([hidden]) #reader-text .ln.hl")
+            marked = "\n".join(page.locator("#reader-text .ln.hl").all_inner_texts())
+            assert words in marked and "<" not in marked.replace("<token>", ""), marked
+            assert page.locator("#reader-text .ln.hl").first.is_visible()  # scrolled to the passage
+            if name == "api.html":
+                screenshot(page, tmp_path, f"html-passage-{viewport['width']}")
+            page.click("#reader-close")
+            page.wait_for_selector("#reader", state="hidden")

@@ -24,8 +24,9 @@ from citedocs.index.embedding import EmbedProgress
 from citedocs.index.folders import IndexProgress, ProgressCallback
 from citedocs.index.jobs import IndexJobs
 from citedocs.index.ocr import OcrProgress, ocr_status
-from citedocs.index.reading import ReadResult, open_registered, read_lines
+from citedocs.index.reading import ReadResult, open_registered, read_lines, read_page_image
 from citedocs.index.reanalysis import STALE_NOTE, needs_reanalysis
+from citedocs.parsers.pdf_page import RenderedPage
 from citedocs.search.distinct import PASSAGE_OVERLAP, distinct_hits
 from citedocs.search.engine import MAX_K, SearchEngine, SearchResult, not_indexed_error
 from citedocs.settings import Settings
@@ -408,6 +409,27 @@ class Citedocs:
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ReadResult:
         """Lines of a file's text, read from the descriptor that was opened and checked inside the folder."""
         return read_lines(self.store, self.settings, path, start_line, end_line, self._visible)
+
+    def topics(self, limit: int = 6) -> list[str]:
+        """A few headings of the indexed documents (the most covered, one per top-level section): the web
+        page's example questions."""
+        out: list[str] = []
+        sections: set[str] = set()
+        for heading, _ in self.store.frequent_headings(200, self._visible_ids()):
+            parts = [p.strip() for p in heading.split(" > ") if p.strip()]
+            topic = parts[1] if len(parts) > 1 else parts[0] if parts else ""
+            digits = sum(ch.isdigit() for ch in topic)
+            if not 3 <= len(topic) <= 60 or digits * 3 > len(topic) or topic in out or parts[0] in sections:
+                continue
+            sections.add(parts[0])
+            out.append(topic)
+            if len(out) >= limit:
+                break
+        return out
+
+    def page_image(self, path: str, page: int, passage: str = "") -> RenderedPage:
+        """A registered PDF's page as a PNG with `passage` marked, read as confined as `read`."""
+        return read_page_image(self.store, self.settings, path, page, passage, self._visible)
 
     # -- who may see what -------------------------------------------------------------------------
     def _visible(self, sources: Sequence[Source]) -> list[Source]:

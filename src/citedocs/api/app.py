@@ -33,8 +33,12 @@ from citedocs.api.auth import (
     audit_to_stderr,
     protected_resource,
 )
+from citedocs.api.docs_page import DOCS_ASSETS
+from citedocs.api.docs_page import assets as docs_assets
+from citedocs.api.docs_page import router as docs_router
 from citedocs.api.errors import ApiError, api_error, install_error_handlers
 from citedocs.api.guard import HostGuard, allowed_hosts, allowed_origins
+from citedocs.api.headers import HeadAsGet, SecurityHeaders
 from citedocs.api.limits import MAX_BODY_BYTES, AnswerSlots, BodyLimitMiddleware, error_envelope
 from citedocs.api.page_routes import READ_HINT, LlmProbe
 from citedocs.api.page_routes import router as page_router
@@ -291,13 +295,15 @@ def create_app(
                 if app is None:
                     library.close()
 
-    api = FastAPI(title="citedocs", version=__version__, lifespan=lifespan, docs_url="/docs", redoc_url=None)
+    api = FastAPI(title="citedocs", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     api.state.citedocs = state
     api.state.page_jobs = BackgroundJobs()
     api.state.llm_probe = LlmProbe()
     api.include_router(router)
     api.include_router(sources_router)
     api.include_router(page_router)
+    api.include_router(docs_router)  # /docs, offline
+    api.mount(DOCS_ASSETS, docs_assets())
     api.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for path, sub in mounts.items():
         api.mount(path, sub)
@@ -311,6 +317,8 @@ def create_app(
                            quota=AnswerQuota(settings.auth_answers_per_minute))  # fmt: skip
     hosts = list(hosts) if hosts is not None else allowed_hosts(settings.mcp_allowed_hosts)
     api.add_middleware(HostGuard, hosts=hosts, origins=allowed_origins(hosts) if origins is None else origins)
+    api.add_middleware(HeadAsGet)
+    api.add_middleware(SecurityHeaders)  # outermost: refusals by the guards carry the headers too
     return api
 
 

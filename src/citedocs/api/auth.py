@@ -38,7 +38,7 @@ audit = logging.getLogger("citedocs.audit")
 
 COOKIE = "citedocs_session"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
-PUBLIC = ("/healthz", "/static/", "/help/", "/auth/session", METADATA_PATH, "/favicon.ico")
+PUBLIC = ("/healthz", "/static/", "/help/", "/docs/", "/auth/session", METADATA_PATH, "/favicon.ico")
 PUBLIC_PAGES = ("/", "/docs", "/docs/oauth2-redirect", "/openapi.json")
 ADMIN_POSTS = ("/sources", "/sites", "/sources/remove", "/sources/reindex")
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import anyio
 import httpx
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, Response
 
 from citedocs import __version__
 from citedocs.api.errors import ApiError
@@ -27,6 +27,7 @@ from citedocs.service import Citedocs
 __all__ = ["READ_HINT", "LlmProbe", "router"]
 
 MAX_READ_LINES = 2000
+MAX_MARK_CHARS = 8000  # the passage to mark on a PDF page (a chunk is well under this)
 PROBE_TTL_S = 15.0
 PROBE_TIMEOUT_S = 2.0
 READ_HINT = "Ask like GET /read?path=/home/me/docs/setup.md&start=10&end=40 (a file in a registered folder)."
@@ -107,6 +108,28 @@ async def read(
     result = await anyio.to_thread.run_sync(lambda: library.read(path, first, last))
     return {"path": result.path, "start_line": result.start_line, "end_line": result.end_line,
             "total_lines": result.total_lines, "text": result.text, "format": result.format}  # fmt: skip
+
+
+@router.get("/read/page", response_class=Response, responses={200: {"content": {"image/png": {}}}})
+async def read_page(
+    library: Library,
+    path: Annotated[str, Query(min_length=1, max_length=4096)],
+    page: Annotated[int, Query(ge=1, le=100_000)],
+    text: Annotated[str, Query(max_length=MAX_MARK_CHARS)] = "",
+) -> Response:
+    """Page `page` of a registered PDF as a PNG, the lines of `text` (the cited passage) marked on it."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in path):
+        raise InputError("The path contains control characters.", READ_HINT)
+    rendered = await anyio.to_thread.run_sync(lambda: library.page_image(path, page, text))
+    return Response(rendered.png, media_type="image/png",
+                    headers={"X-Citedocs-Pages": str(rendered.pages), "X-Citedocs-Marked": str(rendered.found),
+                             "Cache-Control": "no-store"})  # fmt: skip
+
+
+@router.get("/topics")
+async def topics(library: Library) -> dict[str, Any]:
+    """A few headings of the indexed documents, for the page's example questions."""
+    return {"topics": await anyio.to_thread.run_sync(library.topics)}
 
 
 @router.get("/status")

@@ -17,6 +17,7 @@ from citedocs.errors import InputError
 from citedocs.index.folders import pin_source
 from citedocs.index.ocr import ocr_options
 from citedocs.parsers import parse_bytes
+from citedocs.parsers.pdf_page import RenderedPage, render_page
 from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle, Opened, read_capped
 from citedocs.sources.folders import open_confined
@@ -49,6 +50,33 @@ def open_registered(
     return folder.joinpath(*opened.rel_parts), opened
 
 
+def read_bytes(
+    store: Store, settings: Settings, path: str, visible: Callable[[list[Source]], list[Source]] | None = None
+) -> tuple[Path, bytes]:
+    """The real path and the bytes (at most `max_file_mb`) of a registered file, read from its checked descriptor."""
+    resolved, opened = open_registered(store, path, visible)
+    try:
+        return resolved, read_capped(opened, int(settings.max_file_mb * 1_048_576), resolved.name)
+    finally:
+        os.close(opened.fd)
+
+
+def read_page_image(
+    store: Store,
+    settings: Settings,
+    path: str,
+    page: int,
+    passage: str = "",
+    visible: Callable[[list[Source]], list[Source]] | None = None,
+) -> RenderedPage:
+    """Page `page` of a registered PDF as a PNG, `passage` marked on it (the web page's "open the cited place")."""
+    resolved, data = read_bytes(store, settings, path, visible)
+    if not data.startswith(b"%PDF"):
+        raise InputError(f"{resolved.name} is not a PDF, so it has no page images.",
+                         "Read its text instead (GET /read, `citedocs read`).")  # fmt: skip
+    return render_page(data, resolved.name, page, passage)
+
+
 def read_lines(
     store: Store,
     settings: Settings,
@@ -58,12 +86,8 @@ def read_lines(
     visible: Callable[[list[Source]], list[Source]] | None = None,
 ) -> ReadResult:
     """Lines `start_line`..`end_line` (1-based, inclusive; all by default) of a registered file's text."""
-    resolved, opened = open_registered(store, path, visible)
+    resolved, data = read_bytes(store, settings, path, visible)
     max_bytes = int(settings.max_file_mb * 1_048_576)
-    try:
-        data = read_capped(opened, max_bytes, resolved.name)
-    finally:
-        os.close(opened.fd)
     # an OCRed PDF is OCRed again to serve its lines (the same pages give the same text)
     parsed = parse_bytes(data, resolved.name, max_bytes, ocr=ocr_options(settings) if settings.ocr else None)
     lines = parsed.text.split("\n")

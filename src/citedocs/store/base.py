@@ -323,6 +323,27 @@ class Store(ChangeLog, JobLog):
         )
         return {str(r["format"]): int(r["n"]) for r in rows}
 
+    def frequent_headings(
+        self, limit: int = 40, source_ids: Sequence[int] | None = None
+    ) -> list[tuple[str, int]]:
+        """The headings most chunks sit under, with their chunk counts: what the documents are about (of the
+        sources `source_ids` only, when given)."""
+        where, args = "", ()  # type: tuple[str, tuple[Any, ...]]
+        if source_ids is not None:
+            marks = ", ".join("?" for _ in source_ids) or "NULL"
+            where = f" AND document_id IN (SELECT id FROM documents WHERE source_id IN ({marks}))"
+            args = tuple(source_ids)
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT heading, COUNT(*) AS n FROM chunks WHERE heading <> ''{where} GROUP BY heading "
+                "ORDER BY n DESC, heading LIMIT ?",
+                (*args, limit),
+            )
+            .fetchall()
+        )
+        return [(str(r["heading"]), int(r["n"])) for r in rows]
+
     # -- chunks -----------------------------------------------------------------------------------
     def chunks_by_rowid(self, rowids: Sequence[int]) -> dict[int, StoredChunk]:
         if not rowids:

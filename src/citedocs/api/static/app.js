@@ -1,14 +1,17 @@
 // citedocs web page: tabs, the status panel and pill, and the wiring of search, ask and sources.
 // Plain ES modules, no build step, no external assets.
 import { $, api, bytes, el, fileName } from "./dom.js";
-import { initAsk, setModel } from "./ask.js";
+import { askQuestion, initAsk, setModel } from "./ask.js";
 import { initSearch, search, setFilters } from "./search.js";
 import { initSources, loadSources, pollJobs } from "./sources.js";
+import { closeReader } from "./reader.js";
 
 const TABS = ["search", "ask", "sources", "status"];
 const STATUS_MS = 5000;
 
-function select(name, focus = true) {
+// Each tab is a history entry (#search, #ask, ...): Back and links to a hash switch tabs, and Back first closes
+// an open passage (its own entry, pushed by reader.js).
+function select(name, focus = true, push = true) {
   for (const tab of TABS) {
     const on = tab === name;
     $("tab-" + tab).setAttribute("aria-selected", String(on));
@@ -18,7 +21,16 @@ function select(name, focus = true) {
   if (focus) $("tab-" + name).focus();
   if (name === "search") $("search-q").focus();
   if (name === "ask") $("question").focus();
-  if (location.hash !== "#" + name) history.replaceState(null, "", "#" + name);
+  if (location.hash !== "#" + name) {
+    if (push) history.pushState({ tab: name }, "", "#" + name);
+    else history.replaceState({ tab: name }, "", "#" + name);
+  }
+}
+
+function route() {
+  if (!$("reader").hidden && !(history.state && history.state.reader)) closeReader(false);
+  const wanted = location.hash.slice(1);
+  if (TABS.includes(wanted) && $("tab-" + wanted).getAttribute("aria-selected") !== "true") select(wanted, false, false);
 }
 
 function initTabs() {
@@ -38,7 +50,9 @@ function initTabs() {
     }
   });
   const wanted = location.hash.slice(1);
-  select(TABS.includes(wanted) ? wanted : "search", false);
+  select(TABS.includes(wanted) ? wanted : "search", false, false);
+  window.addEventListener("popstate", route);
+  window.addEventListener("hashchange", route);
 }
 
 function row(term, value) {
@@ -107,9 +121,45 @@ function renderStatus(s) {
   setModel(s.llm);
 }
 
+// The first screen: what is indexed, example questions from the documents' own headings, how to get a model.
+function exampleQuestion(topic) {
+  if (/[?？]$/.test(topic)) return topic;
+  return /[\u3040-\u30ff\u4e00-\u9fff]/.test(topic) ? "「" + topic + "」について教えてください。"
+    : "What do my documents say about " + topic + "?";
+}
+
+async function renderWelcome(s) {
+  let topics = [];
+  try { topics = (await api("/topics")).topics; } catch (_) { topics = []; }
+  const t = s.totals;
+  const box = $("welcome");
+  if (!t.indexed) {
+    box.replaceChildren(el("h2", {}, "Start here"), el("p", {}, "Nothing is indexed yet. Add a folder of documents or a ",
+      "documentation site in the ", el("a", { href: "#sources" }, "Sources tab"), ", then search or ask here."));
+  } else {
+    box.replaceChildren(el("h2", {}, "Start here"),
+      el("p", {}, t.indexed + " documents (" + t.chunks + " passages) from " + s.sources + " folder" +
+        (s.sources === 1 ? "" : "s and sites") + " are indexed. Type above to search them, or ask a question:"),
+      topics.length ? el("ul", { class: "examples" }, ...topics.map((topic) => el("li", {},
+        el("button", { type: "button", class: "ghost example", onclick: () => { select("ask", false); askQuestion(exampleQuestion(topic)); } },
+          exampleQuestion(topic))))) : "",
+      s.llm.configured ? "" : el("p", { class: "small muted" }, "Answers need a language model: run ",
+        el("code", {}, "citedocs model install"), " and restart the server (",
+        el("a", { href: "/static/help.html#models", target: "_blank", rel: "noopener" }, "how"), "). Search works without one."));
+  }
+  $("welcome").hidden = Boolean($("search-q").value.trim());
+}
+
+let welcomed = false;
+
 async function refreshStatus() {
   try {
-    renderStatus(await api("/status"));
+    const s = await api("/status");
+    renderStatus(s);
+    if (!welcomed) {
+      welcomed = true;
+      renderWelcome(s);
+    }
   } catch (err) {
     $("pill").replaceChildren(el("span", { class: "dot bad" }), "server unreachable");
     $("pill").title = err.text || String(err);
@@ -117,6 +167,14 @@ async function refreshStatus() {
   setTimeout(refreshStatus, STATUS_MS);
 }
 
+// The header's height, so the phone's passage sheet opens below it and the tabs stay reachable.
+function trackHeader() {
+  const set = () => document.documentElement.style.setProperty("--top-h", document.querySelector(".top").offsetHeight + "px");
+  new ResizeObserver(set).observe(document.querySelector(".top"));
+  set();
+}
+
+trackHeader();
 initTabs();
 initSearch();
 initAsk();

@@ -1,23 +1,27 @@
 // Ask: POST /ask as server-sent events (sources, evidence?, token*, done | error), read with fetch streams.
 // After `done`, the answer is drawn from `done.sentences`: each sentence with the citations the checker
 // kept, and the ones no passage supports marked "unverified".
-import { $, el, fileName, setNote, signIn, whereText } from "./dom.js";
+import { $, el, fileName, relativePath, setNote, signIn, whereText } from "./dom.js";
+import { inlineNodes, renderMarkdown } from "./markdown.js";
+import { MAX_QUESTION, languageOf, words } from "./messages.js";
 import { openInContext } from "./reader.js";
 
 const CITATION = /\s*\[(?:(?:sources?|refs?|ref\.)\s*)?(\d{1,4}(?:\s*(?:,|-|–|and)\s*\d{1,4})*)\]/gi;
 const UNVERIFIED = /\s*\[unverified\]/gi;
-const TRAILING = /[.!?:;]*["')”’*_]*$/;
+const TRAILING = /[.!?:;。！？]*$/; // citations go before the sentence's end mark (Markdown marks stay whole)
 let sources = [];
 let controller = null;
 let llm = null; // the status route's llm object
 let noModelShown = false;
+let say = words("en"); // the current question's language
 
 export function initAsk() {
   $("ask-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const question = $("question").value.trim();
-    if (question && !controller) ask(question);
+    if (question && !controller && question.length <= MAX_QUESTION) ask(question);
   });
+  $("question").addEventListener("input", checkLength);
   $("question").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey) {
       event.preventDefault();
@@ -34,6 +38,22 @@ export function initAsk() {
   });
 }
 
+// Fill the question box and ask (the first screen's example questions).
+export function askQuestion(question) {
+  $("question").value = question;
+  checkLength();
+  if (!controller) ask(question);
+}
+
+// The 2,000-character limit is said, not applied silently (the box has no maxlength that would cut a paste).
+function checkLength() {
+  const text = $("question").value.trim();
+  const over = text.length > MAX_QUESTION;
+  $("ask").disabled = over || Boolean(controller);
+  $("question").setAttribute("aria-invalid", String(over));
+  setNote($("question-note"), over ? words(languageOf(text)).tooLong(text.length) : "", over ? "warn" : "");
+}
+
 function openFromAsk(source) {
   $("panel-search").querySelector(".split").classList.add("solo");
   openInContext(source, $("sources"));
@@ -47,9 +67,10 @@ export function setModel(info) {
     noModelShown = true;
     box.hidden = false;
     box.replaceChildren("No language model is configured, so questions get no written answer here — but you still see ",
-      "the passages each question retrieves, and search works. Set one up (CITEDOCS_LLM_BASE_URL for Ollama, ",
-      "llama.cpp, vLLM or a hosted API; or CITEDOCS_LLM_GGUF): ",
-      el("a", { href: "/help/models", target: "_blank", rel: "noopener" }, "docs/models.md"), ".");
+      "the passages each question retrieves, and search works. To get one: run ", el("code", {}, "citedocs model install"),
+      " (downloads a small local model), or point CITEDOCS_LLM_BASE_URL at Ollama, llama.cpp, vLLM or a hosted API; ",
+      "then restart ", el("code", {}, "citedocs serve"), ". How: ",
+      el("a", { href: "/static/help.html#models", target: "_blank", rel: "noopener" }, "the models guide"), ".");
   } else if (info && info.configured) {
     box.hidden = true;
   }
@@ -82,7 +103,7 @@ function citeButton(n, invalid) {
   return button;
 }
 
-// Raw text with [n] markers as buttons (while streaming, before the check).
+// Plain text with [n] markers as buttons.
 function withCitations(text, invalid) {
   const out = [];
   let last = 0;
@@ -95,62 +116,91 @@ function withCitations(text, invalid) {
   return out;
 }
 
-function renderStreaming(text) {
-  const box = $("answer");
-  box.classList.remove("empty");
-  box.replaceChildren(...withCitations(text));
+// Text as safe Markdown, its [n] markers as buttons (inline Markdown first, citations in the plain runs).
+function markdownWithCitations(text, invalid) {
+  return renderMarkdown(text, (start, end) => inlineNodes(text.slice(start, end), (t) => withCitations(t, invalid)));
 }
 
-// The checked answer, sentence by sentence (as answer/citations.py repairs it), each marked by its verdict.
-function renderChecked(done) {
+function showAnswer(nodes) {
   const box = $("answer");
   box.classList.remove("empty");
+  box.replaceChildren(...nodes);
+}
+
+function renderStreaming(text) {
+  showAnswer(markdownWithCitations(text));
+}
+
+// The checked answer (as answer/citations.py repairs it): Markdown blocks, each sentence in them marked by its
+// verdict. Others may add to an answer's nodes (quotes, a thread) by wrapping these functions.
+export function renderChecked(done) {
   const raw = done.raw_answer || "";
   const sentences = done.sentences || [];
-  if (done.refused && done.refusal_reason && !done.refused_before_model && raw && sentences.length) {
-    // Withheld: the model answered but its sources hold too little of it; its words stay one click away.
+  if (isWithheld(done)) {
+    // The model answered but its sources hold too little of it; its words stay one click away.
     const shown = el("details", { class: "withheld" },
-      el("summary", {}, "What the model wrote (withheld: not supported by the sources)"),
-      el("div", {}, ...checkedSentences(raw, sentences)));
-    box.replaceChildren(...withCitations(done.answer || ""), shown);
+      el("summary", {}, say.withheldSummary),
+      el("div", {}, ...checkedNodes(raw, sentences)));
+    showAnswer([...markdownWithCitations(done.answer || ""), shown]);
     return;
   }
   if (done.refused || !raw || !sentences.length) {
-    box.replaceChildren(...withCitations(done.answer || "", done.invalid_citations));
+    showAnswer(markdownWithCitations(done.answer || "", done.invalid_citations));
     return;
   }
-  box.replaceChildren(...checkedSentences(raw, sentences));
+  showAnswer(checkedNodes(raw, sentences));
   $("legend").hidden = !sentences.some((s) => s.checked);
 }
 
-function checkedSentences(raw, sentences) {
+function isWithheld(done) {
+  return Boolean(done.refused && done.refusal_reason && !done.refused_before_model && done.raw_answer &&
+    (done.sentences || []).length);
+}
+
+export function checkedNodes(raw, sentences) {
+  return renderMarkdown(raw, (start, end) => paintChecked(raw, sentences, start, end));
+}
+
+// The nodes for raw[start:end): the parts of sentences inside it, each in a span of its verdict.
+function paintChecked(raw, sentences, start, end) {
   const out = [];
-  let last = 0;
+  let at = start;
+  const plain = (a, b) => inlineNodes(raw.slice(a, b).replace(UNVERIFIED, ""), (t) => withCitations(t));
   for (const s of sentences) {
-    if (s.start > last) out.push(document.createTextNode(raw.slice(last, s.start)));
-    const text = raw.slice(s.start, s.end);
-    last = s.end;
+    if (s.end <= start || s.start >= end) continue;
+    const a = Math.max(s.start, start);
+    const b = Math.min(s.end, end);
+    if (a > at) out.push(...plain(at, a));
+    at = b;
     if (s.kind === "code") {
-      out.push(document.createTextNode(text));
+      out.push(...plain(a, b));
       continue;
     }
-    const numbers = s.supported ? s.supported_by : s.cited.filter((n) => n >= 1 && n <= sources.length);
-    const bare = text.replace(CITATION, "").replace(UNVERIFIED, "").replace(/\s+$/, "");
-    const cut = bare.search(TRAILING);
-    const kind = !s.checked ? "sent" : s.supported ? "sent ok" : "sent unsupported";
-    const span = el("span", { class: kind, dataset: { support: s.support } }, bare.slice(0, cut));
+    const rest = raw.slice(b, s.end).replace(CITATION, "").replace(UNVERIFIED, "").trim();
+    out.push(sentenceSpan(s, raw.slice(a, b), rest === ""));
+  }
+  if (at < end) out.push(...plain(at, end));
+  return out;
+}
+
+// One sentence (or the part of it in one block); its citations and badge go after its last part.
+function sentenceSpan(s, text, last) {
+  const numbers = s.supported ? s.supported_by : s.cited.filter((n) => n >= 1 && n <= sources.length);
+  const bare = text.replace(CITATION, "").replace(UNVERIFIED, "").replace(/\s+$/, "");
+  const cut = last ? bare.search(TRAILING) : bare.length;
+  const kind = !s.checked ? "sent" : s.supported ? "sent ok" : "sent unsupported";
+  const span = el("span", { class: kind, dataset: { support: s.support } }, ...inlineNodes(bare.slice(0, cut)));
+  if (last) {
     for (const n of numbers) span.append(" ", citeButton(n));
     if (!s.supported) {
       span.append(" ", el("span", { class: "badge bad", title: "No passage holds this sentence's content " +
         "(support " + Math.round(s.support * 100) + "%): check it before you rely on it." }, "unverified"));
     }
     span.append(bare.slice(cut));
-    span.title = s.checked ? (s.supported ? "Supported by " + numbers.map((n) => "[" + n + "]").join("") +
-      " (" + Math.round(s.support * 100) + "% of its content)" : "Not supported by the sources") : "";
-    out.push(span);
   }
-  if (last < raw.length) out.push(...withCitations(raw.slice(last).replace(UNVERIFIED, "")));
-  return out;
+  span.title = s.checked ? (s.supported ? "Supported by " + numbers.map((n) => "[" + n + "]").join("") +
+    " (" + Math.round(s.support * 100) + "% of its content)" : "Not supported by the sources") : "";
+  return span;
 }
 
 function renderSources(list, note) {
@@ -163,18 +213,43 @@ function renderSources(list, note) {
   ol.replaceChildren(...sources.map((s) => el("li", { dataset: { n: s.n } },
     el("button", { type: "button", onclick: () => showPassage(s.n) },
       el("span", { class: "num" }, "[" + s.n + "]"), fileName(s.path),
-      el("span", { class: "where" }, whereText(s) || s.path)))));
+      el("span", { class: "where" }, whereText(s) || relativePath(s.path, s.source))))));
+}
+
+// The evidence event's best sentences, cleaned for reading: no Markdown marks, table pipes, JSON or repeats.
+export function cleanEvidence(items) {
+  const seen = new Set();
+  const out = [];
+  for (const item of items || []) {
+    const text = String(item.text || "").replace(/^\s{0,3}#{1,6}\s+/gm, "").replace(/\s*\|\s*/g, " · ")
+      .replace(/(\*\*|__|`)/g, "").replace(/^[\s·>*-]+|[\s·]+$/g, "").replace(/\s+/g, " ").trim();
+    const marks = (text.match(/[{}\[\]":]/g) || []).length;
+    if (text.length < 12 || marks > text.length * 0.08) continue; // a JSON or code fragment, not a sentence
+    const key = text.toLowerCase();
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ ...item, text });
+  }
+  return out;
 }
 
 function renderEvidence(data) {
-  const box = $("evidence");
-  const items = (data && (data.evidence || data.sentences)) || [];
-  if (!items.length && !(data && data.note)) return;
-  box.hidden = false;
-  box.replaceChildren(el("div", { class: "small muted" }, data.note || "The passages' best sentences for this question:"),
-    el("ol", {}, ...items.map((s) => el("li", {}, s.text || "", " ",
-      s.n ? citeButton(s.n) : "", s.path ? el("span", { class: "small muted" }, " " + fileName(s.path) +
-        (s.line_start ? ":" + s.line_start : "")) : ""))));
+  const items = cleanEvidence(data && (data.evidence || data.sentences));
+  if (!items.length) return;
+  $("evidence").hidden = false;
+  $("evidence").open = true;
+  $("evidence-summary").textContent = say.evidenceWaiting;
+  $("evidence-list").replaceChildren(...items.map((s) => el("li", {}, s.text, " ",
+    s.n ? citeButton(s.n) : "", s.path ? el("span", { class: "small muted" }, " " + fileName(s.path) +
+      (s.line_start ? ":" + s.line_start : "")) : "")));
+}
+
+// Once the answer is settled the evidence folds, and its summary says what it was for (honest after a refusal,
+// a withheld answer or Stop).
+function settleEvidence(outcome) {
+  if ($("evidence").hidden) return;
+  $("evidence").open = false;
+  $("evidence-summary").textContent = say["evidence" + outcome];
 }
 
 function showPassage(n) {
@@ -238,28 +313,39 @@ function handle(event, data, state) {
     renderStreaming(state.text);
   } else if (event === "done") {
     state.finished = true;
-    renderChecked(data);
-    $("meta").textContent = describeDone(data);
-    const notes = [];
-    if (data.refused) {
-      notes.push(data.refused_before_model
-        ? "Refused before asking the model: " + (data.refusal_reason || "no passage covers the question") + "."
-        : data.refusal_reason ? "Withheld: " + data.refusal_reason + "."
-        : "The model found that the passages do not contain the answer.");
-    }
-    const unsupported = (data.sentences || []).filter((s) => s.checked && !s.supported).length;
-    if (unsupported && !data.refused) notes.push(unsupported + " sentence" + (unsupported > 1 ? "s are" : " is") + " not supported by the sources (marked unverified).");
-    if (data.invalid_citations && data.invalid_citations.length) {
-      notes.push("Removed citations to sources that do not exist: " + data.invalid_citations.map((n) => "[" + n + "]").join(" ") + ".");
-    }
-    if (data.truncated) notes.push("The answer was cut at the token limit (CITEDOCS_LLM_MAX_TOKENS).");
-    if (data.finish_reason === "repetition") notes.push("The model began repeating itself, so it was stopped; the answer keeps one copy.");
-    notice(notes.join(" "), notes.length ? "warn" : "");
+    renderDone(data);
   } else if (event === "error") {
     state.finished = true;
     if (data.partial) renderStreaming(data.partial);
-    notice(data.message + (data.hint ? " " + data.hint : ""), "bad");
+    settleEvidence("Failed");
+    notice([data.message, data.hint].filter(Boolean).join(" "), "bad");
   }
+}
+
+function renderDone(data) {
+  renderChecked(data);
+  $("meta").textContent = describeDone(data);
+  const sentences = data.sentences || [];
+  const notes = [];
+  if (isWithheld(data)) {
+    const checked = sentences.filter((s) => s.checked);
+    notes.push(say.withheld(checked.filter((s) => s.supported).length, checked.length));
+    settleEvidence("Withheld");
+  } else if (data.refused) {
+    notes.push(data.refused_before_model ? say.refusedBefore : say.refusedByModel);
+    renderSources([], say.noRelated); // the closest passages were not about it: listing them misleads
+    settleEvidence("Refused");
+  } else {
+    settleEvidence("Answered");
+  }
+  const unsupported = sentences.filter((s) => s.checked && !s.supported).length;
+  if (unsupported && !data.refused) notes.push(say.unsupported(unsupported));
+  if (data.invalid_citations && data.invalid_citations.length) {
+    notes.push(say.invalid(data.invalid_citations.map((n) => "[" + n + "]").join(" ")));
+  }
+  if (data.truncated) notes.push(say.truncated);
+  if (data.finish_reason === "repetition") notes.push(say.repetition);
+  notice(notes.join(" "), notes.length ? "warn" : "");
 }
 
 async function readEvents(response, state) {
@@ -291,6 +377,7 @@ function reset() {
   $("meta").textContent = "";
   $("passage").hidden = true;
   $("evidence").hidden = true;
+  $("evidence-list").replaceChildren();
   $("legend").hidden = true;
   $("reader").hidden = true;
   notice("");
@@ -298,6 +385,7 @@ function reset() {
 
 async function ask(question, retried = false) {
   controller = new AbortController();
+  say = words(languageOf(question));
   const state = { text: "", finished: false };
   $("ask").disabled = true;
   $("stop").disabled = false;
@@ -306,7 +394,7 @@ async function ask(question, retried = false) {
     const response = await fetch("/ask", {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify({ question }),
+      body: JSON.stringify({ question, ...($("ask-source").value ? { source: $("ask-source").value } : {}) }),
       signal: controller.signal,
     });
     if (response.status === 401 && !retried && await signIn()) {
@@ -318,15 +406,23 @@ async function ask(question, retried = false) {
       return;
     }
     await readEvents(response, state);
-    if (!state.finished) notice("The connection closed before the answer finished. Try again.", "bad");
+    if (!state.finished) {
+      settleEvidence("Failed");
+      notice(say.closed, "bad");
+    }
   } catch (err) {
-    if (err.name === "AbortError") notice("Stopped.", "warn");
-    else notice("Could not reach the server: " + err.message + ". Check that `citedocs serve` is running.", "bad");
+    if (err.name === "AbortError") {
+      settleEvidence("Stopped");
+      notice(say.stopped, "warn");
+    } else {
+      settleEvidence("Failed");
+      notice(say.unreachable, "bad");
+    }
   } finally {
     $("answer").classList.remove("streaming");
-    $("ask").disabled = false;
     $("stop").disabled = true;
     controller = null;
+    checkLength();
   }
 }
 
@@ -343,8 +439,8 @@ async function failed(response) {
       ? "No answer is written without a model; the passages this question retrieves are listed under Sources."
       : "No answer is written without a model, and no passage matched the question.";
     if (llm && !llm.configured) setModel(llm); // the notice above says what to do, once
-    else notice(error.message + " " + (error.hint || ""), "warn");
+    else notice([error.message, error.hint].filter(Boolean).join(" "), "warn");
     return;
   }
-  notice(error.message + " " + (error.hint || ""), "bad");
+  notice([error.message, error.hint].filter(Boolean).join(" "), "bad");
 }

@@ -85,6 +85,13 @@ export function dirName(path) {
   return cut > 0 ? text.slice(0, cut + 1) : "";
 }
 
+// A file's path under its folder (what a card shows; the full path stays in the reader and "Copy path:line").
+export function relativePath(path, folder) {
+  const root = String(folder || "").replace(/\/+$/, "");
+  const text = String(path);
+  return root && text.startsWith(root + "/") ? text.slice(root.length + 1) : text;
+}
+
 export function lineSpan(hit) {
   if (!hit.line_start) return "";
   return hit.line_end && hit.line_end !== hit.line_start ? hit.line_start + "–" + hit.line_end : String(hit.line_start);

@@ -1,5 +1,5 @@
 // Search as you type: POST /search (works with no model), debounced; newer queries win over older ones.
-import { $, api, copyText, dirName, el, fileName, reference, setNote, snippetNodes, whereText } from "./dom.js";
+import { $, api, copyText, dirName, el, fileName, reference, relativePath, setNote, snippetNodes, whereText } from "./dom.js";
 import { closeReader, initReader, openInContext } from "./reader.js";
 
 const DEBOUNCE_MS = 180;
@@ -45,8 +45,10 @@ function debounceSearch() {
 }
 
 export function setFilters(sources, fileTypes) {
-  fill($("search-source"), "all sources", sources.map((s) => [s.kind === "site" ? s.name : s.uri,
-    (s.kind === "site" ? "site " + s.name : fileName(s.uri) + "/") + " (" + s.docs + ")"]));
+  const choices = sources.map((s) => [s.kind === "site" ? s.name : s.uri,
+    (s.kind === "site" ? "site " + s.name : fileName(s.uri) + "/") + " (" + s.docs + ")"]);
+  fill($("search-source"), "all sources", choices);
+  fill($("ask-source"), "all sources", choices); // Ask takes the same folder or site filter
   fill($("search-type"), "all types", Object.entries(fileTypes || {}).map(([type, n]) => [type, type + " (" + n + ")"]));
 }
 
@@ -60,6 +62,7 @@ export async function search() {
   const query = $("search-q").value.trim();
   const mine = ++sequence;
   if (controller) controller.abort();
+  $("welcome").hidden = Boolean(query) || !$("welcome").childElementCount;
   if (!query) {
     hits = [];
     $("results").replaceChildren();
@@ -111,7 +114,7 @@ function linkItem(hit, i) {
 function item(hit, i) {
   if (hit.kind === "link") return linkItem(hit, i);
   const open = el("button", { type: "button", class: "hit-open", title: "Read it in context (Enter)",
-    onclick: () => show(i) }, fileName(hit.path), " ", el("span", { class: "dir" }, dirName(hit.path)));
+    onclick: () => show(i) }, fileName(hit.path), " ", el("span", { class: "dir" }, dirName(relativePath(hit.path, hit.source))));
   const copy = el("button", { type: "button", class: "ghost small copy", title: "Copy " + reference(hit),
     onclick: async (event) => {
       const ok = await copyText(reference(hit));
