@@ -173,6 +173,26 @@ def test_an_answer_its_sources_mostly_do_not_hold_is_withheld_as_a_refusal(libra
     assert done.data["raw_answer"] == MADE_UP
     assert "only 1 of 3 checked sentences" in done.data["refusal_reason"]
     assert [s["supported"] for s in done.data["sentences"]] == [False, False, True]
+    # the synthesis is withheld: what the sources say is the answer, labelled as quotes
+    assert done.data["quotes_label"] == "What the sources say"
+    assert [q["text"] for q in done.data["quotes"]] == ["The server listens on port 8765 by default."]
+
+
+def test_done_quotes_what_the_synthesis_leaves_out_verbatim_with_its_source_and_line(
+    library: Citedocs,
+) -> None:
+    question = "How do I install citedocs, and which port does the server listen on by default?"
+    with FakeOpenAI([Reply(tokens=PORT_ANSWER)]) as server:
+        events = run(events_of(library, server, question))
+    done = assert_one_terminal(events)
+    assert done.data["refused"] is False and done.data["quotes_label"] is None
+    (quote,) = done.data["quotes"]
+    assert quote["text"] == "Install citedocs with `pipx install citedocs`."
+    source = events[0].data["sources"][quote["n"] - 1]
+    assert source["path"].endswith("install.md") and quote["path"] == source["path"]
+    assert quote["text"] in source["text"] and quote["line"] == 5 and quote["page"] is None
+    off_topic = run(events_of(library, server, "What is a good lasagna recipe with spinach?"))[-1]
+    assert off_topic.data["refused_before_model"] is True and off_topic.data["quotes"] == []
 
 
 def test_min_supported_zero_delivers_every_answer_and_the_first_refusal_rule_can_be_kept(
