@@ -433,6 +433,28 @@ def ask(
         out.print(f"[dim](withheld: {escape(str(data['refusal_reason']))})[/dim]")
     elif data.get("refused"):
         out.print("[dim](refused: the documents do not answer this)[/dim]")
+    for line in quote_lines(data):
+        out.print(line)
+
+
+def quote_lines(data: dict[str, Any]) -> list[str]:
+    """The answer's quotes as `citedocs ask` prints them under the synthesis (rich markup, text escaped):
+    verbatim, each with its source number and place; labelled as the answer when there is no synthesis."""
+    quotes = data.get("quotes") or []
+    if not quotes:
+        return []
+    label = data.get("quotes_label") or "Also in the sources (quoted verbatim)"
+    lines = [f"[bold]{escape(str(label))}:[/bold]"]
+    for quote in quotes:
+        name = str(quote.get("url") or str(quote["path"]).rstrip("/").rsplit("/", 1)[-1])
+        where = (
+            f" p. {quote['page']}"
+            if quote.get("page")
+            else (f":{quote['line']}" if quote.get("line") else "")
+        )
+        text = " ".join(str(quote["text"]).split())
+        lines.append(f"  \\[{quote['n']}] “{escape(text)}”  [dim]({escape(name)}{escape(where)})[/dim]")
+    return lines
 
 
 def evidence_text(data: dict[str, Any]) -> str:
