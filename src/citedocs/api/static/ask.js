@@ -3,6 +3,7 @@
 // kept, and the ones no passage supports marked "unverified".
 import { $, el, fileName, setNote, whereText } from "./dom.js";
 import { openInContext } from "./reader.js";
+import { clearQuotes, renderQuotes } from "./quotes.js";
 
 const CITATION = /\s*\[(?:(?:sources?|refs?|ref\.)\s*)?(\d{1,4}(?:\s*(?:,|-|–|and)\s*\d{1,4})*)\]/gi;
 const UNVERIFIED = /\s*\[unverified\]/gi;
@@ -239,6 +240,7 @@ function handle(event, data, state) {
   } else if (event === "done") {
     state.finished = true;
     renderChecked(data);
+    renderQuotes(data.quotes, data.quotes_label, citeButton);
     $("meta").textContent = describeDone(data);
     const notes = [];
     if (data.refused) {
@@ -291,6 +293,7 @@ function reset() {
   $("meta").textContent = "";
   $("passage").hidden = true;
   $("evidence").hidden = true;
+  clearQuotes();
   $("legend").hidden = true;
   $("reader").hidden = true;
   notice("");
@@ -334,6 +337,7 @@ async function failed(response) {
   } catch (_) { /* not JSON */ }
   if (error.code === "model_unavailable" && error.sources) {
     renderSources(error.sources, error.note);
+    renderQuotes(error.quotes, error.quotes_label, citeButton);
     $("answer").classList.add("empty");
     $("answer").textContent = error.sources.length
       ? "No answer is written without a model; the passages this question retrieves are listed under Sources."
