@@ -44,7 +44,7 @@ __all__ = [
     "write_noise",
 ]
 
-LOWER_IS_BETTER = frozenset({"wrong_refusal_rate", "invalid_citation_rate"})
+LOWER_IS_BETTER = frozenset({"wrong_refusal_rate", "invalid_citation_rate", "answer_chars"})
 _SUMMARY_TOLERANCE = 1e-4
 
 
