@@ -378,6 +378,14 @@ def test_the_answer_and_the_quotes_are_shown_as_two_parts(browser: Any, tmp_path
             )
             screenshot(page, tmp_path, "quotes-alone")
         close(llm)
+    with page_server(tmp_path / "no-model") as url, new_page(browser, url) as page:  # no model: quotes only
+        ask(page, QUESTION)
+        page.wait_for_selector("#quotes.alone:not([hidden]) blockquote")
+        assert page.inner_text("#quotes h3") == "What the sources say"
+        assert (
+            "The server listens on port 8765 by default."
+            in page.locator("#quotes blockquote").all_inner_texts()
+        )
 
 
 def test_a_looping_answer_is_stopped_and_the_page_says_why(browser: Any, tmp_path: Path) -> None:
