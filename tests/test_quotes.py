@@ -117,3 +117,18 @@ def test_every_quote_of_every_committed_run_is_verbatim_in_its_cited_passage(run
             checked += 1
     if any('"prompt"' in line for line in (run_dir / "cases.jsonl").open(encoding="utf-8")):
         assert checked > 0
+
+
+def test_a_menu_is_never_quoted_in_place_of_a_refused_answer() -> None:
+    menu = hit(
+        "Get started with Claude for Sheets Install Claude for Sheets Enter your first prompt Advanced use\n\n"
+        "Install Claude Code with `npm install -g claude-code`, then start it with `claude` in a terminal."
+    )
+    question = "How do I install Claude Code and start it from a terminal?"
+    refused = [q.text for q in choose_quotes(question, [menu], model_refused=True)]
+    assert refused == [
+        "Install Claude Code with `npm install -g claude-code`, then start it with `claude` in a terminal."
+    ]
+    assert (
+        len(choose_quotes(question, [menu])) == 2
+    )  # under a synthesis, or without a model, it may point the way

@@ -47,6 +47,10 @@ MIN_QUOTE_SCORE = 0.25
 MIN_QUOTE_SCORE_ALONE = 0.6
 # ... and at least this share of its content terms (weighted) must be new to the reader.
 MIN_NEW_SHARE = 0.2
+# A line of this many words with no punctuation at all is a menu or a list of links, not something a page says:
+# never quoted in place of a refused answer (under a synthesis it may still point to where the answer is).
+MENU_WORDS = 10
+_PUNCTUATION = frozenset(".,:;!?()[]{}|=`'\"/<>。、，．：；！？（）「」『』")
 # What a front end calls the quotes when there is no synthesis above them.
 QUOTES_LABEL = "What the sources say"
 
@@ -110,6 +114,14 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _reads_as_menu(text: str) -> bool:
+    """Navigation text scraped with a page ("Overview Quickstart Models Pricing ..."): a long line of words
+    with no punctuation. It matches many questions and says nothing."""
+    return any(
+        len(line.split()) >= MENU_WORDS and not _PUNCTUATION.intersection(line) for line in text.split("\n")
+    )
+
+
 def _units(question: Terms, hits: Sequence[Hit], scored: list[list[ScoredSentence]]) -> list[_Unit]:
     """Every scored sentence of every passage; one too long to read at a glance, line by line."""
     weights = question.weighted()
@@ -168,6 +180,8 @@ def choose_quotes(
         text = hit.text[unit.start : unit.end]
         key = "".join(ch for ch in text.casefold() if ch.isalnum())
         if not key or key in keys or used + len(text) > budget or len(text) > MAX_QUOTE_CHARS:
+            continue
+        if model_refused and _reads_as_menu(text):
             continue
         terms = extract_terms(text, keep_parts=True)
         if not terms or 1.0 - coverage(terms, seen) < MIN_NEW_SHARE:
