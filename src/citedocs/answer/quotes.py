@@ -44,7 +44,7 @@ MAX_QUOTE_CHARS = 320
 # better when the model read the passages and its answer was refused or withheld (it said they do not answer,
 # or wrote what they do not support): then only a close match is shown. Without a model, the first applies.
 MIN_QUOTE_SCORE = 0.25
-MIN_QUOTE_SCORE_ALONE = 0.6
+MIN_QUOTE_SCORE_REFUSED = 0.6
 # ... and at least this share of its content terms (weighted) must be new to the reader.
 MIN_NEW_SHARE = 0.2
 # A line of this many words with no punctuation at all is a menu or a list of links, not something a page says:
@@ -164,7 +164,7 @@ def choose_quotes(
     alone = not synthesis.strip()
     budget = budget_chars if budget_chars is not None else (ALONE_CHARS if alone else QUOTE_CHARS)
     most = MAX_QUOTES_ALONE if alone else MAX_QUOTES
-    least = MIN_QUOTE_SCORE_ALONE if model_refused else MIN_QUOTE_SCORE
+    least = MIN_QUOTE_SCORE_REFUSED if model_refused else MIN_QUOTE_SCORE
     asked = question_terms(question)
     per_hit = scored if scored is not None else score_sentences(question, hits)
     units = sorted(_units(asked, hits, per_hit), key=lambda u: (-u.score, u.n, u.start))
