@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from citedocs.cli.common import DbOption, JsonOption, console, out, print_json, run, service, settings_for
 
 if TYPE_CHECKING:
+    from citedocs.answer.events import AnswerEvent
     from citedocs.index.folders import IndexProgress
 
 NOTHING_REGISTERED = (
@@ -392,7 +393,7 @@ def ask(
 ) -> None:
     """Answer from your documents with a local LLM; every citation is checked before it is shown."""
 
-    def show(event: Any) -> None:
+    def show(event: AnswerEvent) -> None:
         if as_json:
             return
         if event.event == "evidence" and event.data.get("evidence"):
