@@ -451,3 +451,30 @@ def test_the_loop_guard_can_be_turned_off(tmp_path: Path) -> None:
     finally:
         app.close()
     assert done["finish_reason"] == "stop" and done["answer"].count("8765") == 12
+
+
+def test_a_japanese_answer_gets_japanese_quotes_cut_at_sentence_ends(tmp_path: Path) -> None:
+    docs = tmp_path / "ja"
+    docs.mkdir()
+    (docs / "upload.md").write_text(
+        "# 遅延アップロード\n\n遅延アップロードには DELAYED キューを使います。"
+        "アップロード先は DELAYED/X-day ディレクトリで、X は 0 から 15 の間です。"
+        "dput では --delayed オプションで日数を指定します。\n",
+        encoding="utf-8",
+    )
+    app = Citedocs(Settings(db=str(tmp_path / "ja.sqlite3"), embedder="none"))
+    try:
+        app.add_folder(docs)
+        app.index()
+        answer = "dput の --delayed オプションで日数を指定します [1]。"
+        with FakeOpenAI([Reply(tokens=[answer])]) as server:
+            done = run(
+                events_of(app, server, "遅延アップロードは何日まで指定できる？ dput のオプションは？")
+            )[-1]
+    finally:
+        app.close()
+    assert done.event == "done" and not done.data["refused"]
+    texts = [q["text"] for q in done.data["quotes"]]
+    assert "アップロード先は DELAYED/X-day ディレクトリで、X は 0 から 15 の間です。" in texts
+    assert all("--delayed" not in t for t in texts)  # the synthesis said it
+    assert all(q["line"] == 3 and q["n"] == 1 for q in done.data["quotes"])
