@@ -132,3 +132,13 @@ def test_a_menu_is_never_quoted_in_place_of_a_refused_answer() -> None:
     assert (
         len(choose_quotes(question, [menu])) == 2
     )  # under a synthesis, or without a model, it may point the way
+
+
+def test_a_quote_says_where_it_is_by_line_page_or_url() -> None:
+    text = "The default rate limit is 50 requests per minute for the Build tier."
+    pdf = Hit("p", "/docs/limits.pdf", "docs", "", 3, 0, 0, 1.0, text)
+    page = Hit("u", "https://docs.example.com/limits", "site", "Limits", None, 0, 0, 1.0, text)
+    (on_page,) = choose_quotes(QUESTION, [pdf])
+    (on_site,) = choose_quotes(QUESTION, [page])
+    assert (on_page.to_dict()["page"], on_page.to_dict()["line"], on_page.to_dict()["url"]) == (3, None, None)
+    assert (on_site.to_dict()["url"], on_site.to_dict()["line"]) == ("https://docs.example.com/limits", None)
