@@ -3,6 +3,8 @@
 
     # claude-docs (81 cases): the committed runs given (default: the latest, answer-gate-2)
     PYTHONPATH=src .venv/bin/python bench/bench_quotes.py runs [eval/baseline/answer-gate-2 ...]
+    # the same passages without the syntheses: what a reader sees when no model is available
+    PYTHONPATH=src .venv/bin/python bench/bench_quotes.py runs --alone
     # the Japanese dev set (38 cases): no saved Japanese answers exist, so what a reader sees without a model
     # (retrieval in keyword mode, the relevance gate, the quotes alone)
     PYTHONPATH=src .venv/bin/python bench/bench_quotes.py ja
@@ -74,10 +76,12 @@ def _on_disk(corpus: Path, hit: Hit, quote: Quote) -> bool:
 
 
 def score_case(
-    case: Case, synthesis: str, refused: bool, quotes: list[Quote], language: str
+    case: Case, synthesis: str, refused: bool, quotes: list[Quote], language: str, model: bool = True
 ) -> dict[str, Any]:
+    """One case as the reader sees it; without a `model` there is no synthesis and no refusal sentence."""
     shown_quotes = "\n".join(q.text for q in quotes)
-    shown = ((REFUSAL_SENTENCES[language] if refused else synthesis) + "\n" + shown_quotes).strip()
+    said = REFUSAL_SENTENCES[language] if refused and model else synthesis
+    shown = (said + "\n" + shown_quotes).strip()
     row: dict[str, Any] = {"kind": case.kind, "quotes": len(quotes), "quote_chars": len(shown_quotes),
                            "chars": len(shown), "synth_chars": len(synthesis) if not refused else 0}  # fmt: skip
     for matcher in ("literal", "analyzed"):
@@ -112,7 +116,8 @@ def table(name: str, rows: list[dict[str, Any]], verbatim: tuple[int, int, int])
     return out
 
 
-def run_runs(run_dirs: Sequence[Path]) -> list[dict[str, Any]]:
+def run_runs(run_dirs: Sequence[Path], alone: bool = False) -> list[dict[str, Any]]:
+    """Quotes added to each run's saved synthesis; `alone`: the synthesis dropped, as without a model."""
     cases = {c.id: c for c in load_cases(*EN_CASES)}
     tables = []
     for run_dir in run_dirs:
@@ -122,16 +127,21 @@ def run_runs(run_dirs: Sequence[Path]) -> list[dict[str, Any]]:
             case, detail = cases.get(record["id"]), record.get("detail", {})
             if case is None:
                 continue
-            refused = bool(detail.get("refused"))
+            refused = alone or bool(detail.get("refused"))
             hits = prompt_passages(detail.get("prompt") or [])
             synthesis = "" if refused else str(detail.get("answer", ""))
-            quotes = choose_quotes(case.question, hits, synthesis, model_refused=refused) if hits else []
+            quotes = (
+                choose_quotes(case.question, hits, synthesis, model_refused=refused and not alone)
+                if hits
+                else []
+            )
             for q in quotes:
                 verbatim[0] += 1
                 verbatim[1] += hits[q.n - 1].text[q.start : q.end] == q.text
                 verbatim[2] += _on_disk(EN / "docs", hits[q.n - 1], q)
-            rows.append(score_case(case, synthesis, refused, quotes, "en"))
-        tables.append(table(run_dir.name, rows, (verbatim[0], verbatim[1], verbatim[2])))
+            rows.append(score_case(case, synthesis, refused, quotes, "en", model=not alone))
+        name = run_dir.name + (" (synthesis dropped: no model)" if alone else "")
+        tables.append(table(name, rows, (verbatim[0], verbatim[1], verbatim[2])))
     return tables
 
 
@@ -153,7 +163,7 @@ def run_japanese(top_k: int = 5) -> dict[str, Any]:
                     verbatim[0] += 1
                     verbatim[1] += hits[q.n - 1].text[q.start : q.end] == q.text
                     verbatim[2] += _on_disk(JA / "docs", hits[q.n - 1], q)
-                rows.append(score_case(case, "", True, quotes, "ja"))
+                rows.append(score_case(case, "", True, quotes, "ja", model=False))
         finally:
             app.close()
     return table("ja-developers-reference (keyword, no model: quotes alone)", rows,
@@ -167,10 +177,11 @@ def main() -> None:
     sub = parser.add_subparsers(dest="what", required=True)
     runs = sub.add_parser("runs", help="committed claude-docs runs, quotes added to their saved answers")
     runs.add_argument("run_dirs", nargs="*", type=Path, default=list(DEFAULT_RUNS))
+    runs.add_argument("--alone", action="store_true", help="drop the saved syntheses: the quotes alone")
     sub.add_parser("ja", help="the Japanese dev set: retrieval, gate and quotes, no model")
     args = parser.parse_args()
     print(json.dumps(header()))
-    results = run_runs(args.run_dirs) if args.what == "runs" else [run_japanese()]
+    results = run_runs(args.run_dirs, args.alone) if args.what == "runs" else [run_japanese()]
     for result in results:
         print(json.dumps(result, ensure_ascii=False))
 
