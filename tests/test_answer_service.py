@@ -173,6 +173,26 @@ def test_an_answer_its_sources_mostly_do_not_hold_is_withheld_as_a_refusal(libra
     assert done.data["raw_answer"] == MADE_UP
     assert "only 1 of 3 checked sentences" in done.data["refusal_reason"]
     assert [s["supported"] for s in done.data["sentences"]] == [False, False, True]
+    # the synthesis is withheld: what the sources say is the answer, labelled as quotes
+    assert done.data["quotes_label"] == "What the sources say"
+    assert [q["text"] for q in done.data["quotes"]] == ["The server listens on port 8765 by default."]
+
+
+def test_done_quotes_what_the_synthesis_leaves_out_verbatim_with_its_source_and_line(
+    library: Citedocs,
+) -> None:
+    question = "How do I install citedocs, and which port does the server listen on by default?"
+    with FakeOpenAI([Reply(tokens=PORT_ANSWER)]) as server:
+        events = run(events_of(library, server, question))
+    done = assert_one_terminal(events)
+    assert done.data["refused"] is False and done.data["quotes_label"] is None
+    (quote,) = done.data["quotes"]
+    assert quote["text"] == "Install citedocs with `pipx install citedocs`."
+    source = events[0].data["sources"][quote["n"] - 1]
+    assert source["path"].endswith("install.md") and quote["path"] == source["path"]
+    assert quote["text"] in source["text"] and quote["line"] == 5 and quote["page"] is None
+    off_topic = run(events_of(library, server, "What is a good lasagna recipe with spinach?"))[-1]
+    assert off_topic.data["refused_before_model"] is True and off_topic.data["quotes"] == []
 
 
 def test_server_error_before_first_token_is_retried(library: Citedocs) -> None:
@@ -397,3 +417,30 @@ def test_an_answer_that_loops_is_stopped_and_keeps_one_copy(library: Citedocs) -
     assert done["usage"]["estimated"] and done["usage"]["completion_tokens"] < 40
     # the upstream generation was stopped, not read to its end
     assert request.disconnected and request.tokens_sent < 60
+
+
+def test_a_japanese_answer_gets_japanese_quotes_cut_at_sentence_ends(tmp_path: Path) -> None:
+    docs = tmp_path / "ja"
+    docs.mkdir()
+    (docs / "upload.md").write_text(
+        "# 遅延アップロード\n\n遅延アップロードには DELAYED キューを使います。"
+        "アップロード先は DELAYED/X-day ディレクトリで、X は 0 から 15 の間です。"
+        "dput では --delayed オプションで日数を指定します。\n",
+        encoding="utf-8",
+    )
+    app = Citedocs(Settings(db=str(tmp_path / "ja.sqlite3"), embedder="none"))
+    try:
+        app.add_folder(docs)
+        app.index()
+        answer = "dput の --delayed オプションで日数を指定します [1]。"
+        with FakeOpenAI([Reply(tokens=[answer])]) as server:
+            done = run(
+                events_of(app, server, "遅延アップロードは何日まで指定できる？ dput のオプションは？")
+            )[-1]
+    finally:
+        app.close()
+    assert done.event == "done" and not done.data["refused"]
+    texts = [q["text"] for q in done.data["quotes"]]
+    assert "アップロード先は DELAYED/X-day ディレクトリで、X は 0 から 15 の間です。" in texts
+    assert all("--delayed" not in t for t in texts)  # the synthesis said it
+    assert all(q["line"] == 3 and q["n"] == 1 for q in done.data["quotes"])

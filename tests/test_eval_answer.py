@@ -130,3 +130,20 @@ def test_hand_score_of_an_unjudged_run_says_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match="judged-pairs") as caught:
         hand_score(tmp_path / "run", tmp_path / "out", [])
     assert "eval rejudge" in caught.value.hint
+
+
+def test_key_facts_are_scored_on_what_the_reader_sees_and_on_each_part() -> None:
+    from citedocs.eval.answers import score_case
+    from citedocs.eval.cases import Case
+
+    case = Case("port", "Which ports does it use?", key_facts=("8765", "9464"))
+    quotes = [{"text": "The metrics port is 9464.", "n": 1}]
+    answered = score_case(case, {"answer": COPIED, "refused": False, "quotes": quotes}, None)
+    assert answered["key_fact_recall"] == 1.0
+    assert (answered["key_fact_recall_synthesis"], answered["key_fact_recall_quotes"]) == (0.5, 0.5)
+    assert answered["answer_chars"] == len(COPIED + "\n" + "The metrics port is 9464.")
+    withheld = score_case(case, {"answer": REFUSAL_SENTENCE, "refused": True, "quotes": quotes}, None)
+    assert withheld["key_fact_recall"] == 0.5 and withheld["key_fact_recall_synthesis"] == 0.0
+    assert withheld["wrong_refusal_rate"] == 1.0
+    silent = score_case(case, {"answer": REFUSAL_SENTENCE, "refused": True, "quotes": []}, None)
+    assert silent["key_fact_recall"] == 0.0 and silent["answer_chars"] is None

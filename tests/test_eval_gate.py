@@ -257,3 +257,19 @@ def test_a_floors_file_that_is_not_tables_is_refused(tmp_path: Path) -> None:
         load_floors(_floors(tmp_path, "[0.5]", "floors.json"))
     with pytest.raises(ConfigError, match="expected tables"):
         load_floors(_floors(tmp_path, 'notes = "x"\n'))
+
+
+def test_a_run_with_quotes_compares_its_synthesis_with_an_older_runs_answer(tmp_path: Path) -> None:
+    """Before quotes, `key_fact_recall` scored the synthesis alone: a newer run's synthesis is paired with it,
+    so a worse synthesis is flagged even when the quotes raise what the reader sees."""
+    base = _run(tmp_path / "base")
+    worse = _flip(BASE_KEY_FACTS, ones_to_zero=24)
+    per_case = {
+        case.id: {"key_fact_recall": 1.0, "key_fact_recall_synthesis": k, "wrong_refusal_rate": w}
+        for case, k, w in zip(CASES, worse, BASE_WRONG_REFUSALS, strict=True)
+    }
+    new = write_run(tmp_path / "new", per_case, run_meta(CASES, {"top_k": 5}))
+    assert _metrics(compare(base, new, noise={"key_fact_recall_synthesis": 0.1})) == {
+        "key_fact_recall_synthesis"
+    }
+    assert "key_fact_recall_synthesis" not in _metrics(compare_all(base, base))

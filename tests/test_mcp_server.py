@@ -166,6 +166,35 @@ def test_ask_is_offered_only_when_an_llm_is_configured(tmp_path: Path) -> None:
         with_llm.close()
 
 
+def test_ask_returns_the_synthesis_and_the_quotes_it_leaves_out(tmp_path: Path) -> None:
+    from fakes.openai_server import FakeOpenAI, Reply
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "install.md").write_text("# Install\n\nThe server listens on port 8765 by default.\n\nThe metrics "
+                                     "port is 9464.\n", encoding="utf-8")  # fmt: skip
+    with FakeOpenAI([Reply(tokens=["The server listens on port 8765 by default [1]."])]) as fake:
+        library = Citedocs(settings_for(tmp_path, llm_base_url=fake.base_url))
+        library.add_folder(docs)
+        library.index()
+
+        async def main() -> None:
+            async with Client(build_server(library)) as client:
+                data = await call(
+                    client, "ask", question="Which port does the server use, and the metrics port?"
+                )
+            assert data["answer"] == "The server listens on port 8765 by default [1]."
+            assert data["quotes_label"] is None
+            assert [(q["text"], q["n"], q["line"]) for q in data["quotes"]] == [
+                ("The metrics port is 9464.", 1, 5)
+            ]
+
+        try:
+            run(main)
+        finally:
+            library.close()
+
+
 def test_folder_session_in_process(app: Citedocs) -> None:
     docs = shared("claude-docs-qa", "docs")
 

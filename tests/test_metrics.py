@@ -8,6 +8,7 @@ from citedocs.eval.metrics import (
     citation_precision,
     context_recall,
     correct_refusal,
+    fact_found,
     faithfulness,
     file_mrr,
     file_name,
@@ -152,6 +153,19 @@ def test_key_fact_numbers_do_not_match_inside_other_numbers() -> None:
     assert key_fact_recall("set max_tokens to 1.", ["max_tokens", "1"]) == 1.0
     assert key_fact_recall("up to 20 images", ["20"]) == 1.0
     assert key_fact_recall("Found 1,000 items", ["1000"]) == 1.0
+
+
+def test_key_facts_match_through_the_analyzer_and_the_literal_matcher_is_kept() -> None:
+    assert fact_found("The client retried the request.", "retries requests")
+    assert not fact_found("The client retried the request.", "retries requests", "literal")
+    assert key_fact_recall("The client retried the request.", ["retries requests"], matcher="literal") == 0.0
+    assert key_fact_recall("The client retried the request.", ["retries requests"]) == 1.0
+    assert not fact_found("requests were retried", "retries requests")  # in a row, in order
+    assert not fact_found("released in 2024, version 20.5", "20")
+    # Japanese: words, no spaces needed
+    assert fact_found("重要度は wishlist にします。", "重要度")
+    assert fact_found("指定した日数が過ぎると通常の incoming に移されます", "日数が過ぎる")
+    assert not fact_found("バグを報告します", "重要度")
 
 
 def test_key_fact_words_match_at_a_word_start() -> None:

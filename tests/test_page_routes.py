@@ -259,6 +259,11 @@ def test_ask_without_a_model_still_returns_the_sources(tmp_path: Path) -> None:
     error = response.json()["error"]
     assert error["code"] == "model_unavailable" and "CITEDOCS_LLM_BASE_URL" in error["hint"]
     assert error["sources"][0]["path"].endswith("install.md") and error["sources"][0]["n"] == 1
+    # no model, no synthesis: the sentences that answer, quoted verbatim, are the answer
+    assert error["quotes_label"] == "What the sources say"
+    assert any(
+        "port" in q["text"] and q["text"] in error["sources"][q["n"] - 1]["text"] for q in error["quotes"]
+    )
 
 
 def test_help_pages_serve_the_docs_and_nothing_else(tmp_path: Path) -> None:

@@ -152,6 +152,13 @@ def test_ask_withholds_an_answer_its_sources_do_not_hold_and_says_why(tmp_path: 
     assert "(withheld: only 0 of 2 checked sentences" in " ".join(proc.stdout.split())
     data = json.loads(as_json.stdout)
     assert data["refused"] and not data["refused_before_model"] and data["raw_answer"] == made_up
+    # no synthesis: what the sources say is the answer, quoted verbatim with its source and line
+    assert "What the sources say:" in proc.stdout
+    assert "[1] “The server listens on port 8765 by default.”  (install.md:5)" in proc.stdout
+    assert data["quotes_label"] == "What the sources say"
+    assert [(q["text"], q["n"], q["line"]) for q in data["quotes"]] == [
+        ("The server listens on port 8765 by default.", 1, 5)
+    ]
 
 
 def test_ask_on_an_embedded_index_exits_cleanly_after_loading_the_model(tmp_path: Path) -> None:

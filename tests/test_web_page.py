@@ -352,6 +352,51 @@ def test_an_answer_the_sources_do_not_hold_is_withheld_with_the_models_words_one
         close(llm)
 
 
+def test_the_answer_and_the_quotes_are_shown_as_two_parts(browser: Any, tmp_path: Path) -> None:
+    """The synthesis in #answer; under it, apart, the source sentences it left out, verbatim with their
+    citation; when the synthesis is withheld, the quotes are the answer under "What the sources say"."""
+    made_up = [
+        "It also opens port 9999 for ",
+        "the admin console [2]. ",
+        "It encrypts answers with AES-256 [1].",
+    ]
+    question = "Which port does the server listen on by default, and which is the metrics port?"
+    with FakeOpenAI([Reply(tokens=TOKENS), Reply(tokens=made_up)]) as fake:
+        llm = LLMClient(fake.base_url, "scripted")
+        with page_server(tmp_path, llm=llm) as url, new_page(browser, url) as page:
+            ask(page, question)
+            page.wait_for_selector("#answer:not(.streaming) .sent.ok")
+            page.wait_for_selector("#quotes:not([hidden]) figure.quote")
+            assert page.inner_text("#quotes h3").startswith("Also in the sources")
+            quotes = page.locator("#quotes blockquote").all_inner_texts()
+            assert "The metrics port is 9464." in quotes
+            assert "9464" not in page.inner_text("#answer")  # two parts: the quote is not in the synthesis
+            figure = page.locator("#quotes figure.quote", has_text="9464")
+            assert "notes.txt:3" in figure.locator("figcaption").inner_text()
+            figure.locator("button.cite").click()
+            page.wait_for_selector("#passage:not([hidden])")
+            assert "notes.txt" in page.inner_text("#passage-file")
+            screenshot(page, tmp_path, "quotes")
+            ask(page, QUESTION)
+            page.wait_for_selector("#answer:not(.streaming) details.withheld")
+            page.wait_for_selector("#quotes.alone:not([hidden])")
+            assert page.inner_text("#quotes h3") == "What the sources say"
+            assert (
+                "The server listens on port 8765 by default."
+                in page.locator("#quotes blockquote").all_inner_texts()
+            )
+            screenshot(page, tmp_path, "quotes-alone")
+        close(llm)
+    with page_server(tmp_path / "no-model") as url, new_page(browser, url) as page:  # no model: quotes only
+        ask(page, QUESTION)
+        page.wait_for_selector("#quotes.alone:not([hidden]) blockquote")
+        assert page.inner_text("#quotes h3") == "What the sources say"
+        assert (
+            "The server listens on port 8765 by default."
+            in page.locator("#quotes blockquote").all_inner_texts()
+        )
+
+
 def test_a_looping_answer_is_stopped_and_the_page_says_why(browser: Any, tmp_path: Path) -> None:
     looping = Reply(tokens=["The server listens on port 8765 by default [1].\n"] * 400, delay_s=0.01)
     with FakeOpenAI([looping]) as fake:

@@ -28,6 +28,7 @@ __all__ = [
     "line_span",
     "score_sentences",
     "select_evidence",
+    "sentence_score",
 ]
 
 # The measured opt-in (with the best passage whole: 689 prompt tokens P50 on claude-docs): docs/decisions/answers.md.
@@ -141,6 +142,12 @@ def line_span(hit: Hit, start: int, end: int) -> tuple[int, int]:
     return max(hit.line_start, min(first, hit.line_end)), max(first, min(last, hit.line_end))
 
 
+def sentence_score(own: float, heading: float, n: int) -> float:
+    """A sentence's score: its own match, the heading's (only when it matches itself), less a little for
+    each rank its passage is below the first."""
+    return own + HEADING_WEIGHT * heading * (own > 0) - RANK_PENALTY * (n - 1)
+
+
 def _scored(
     question: Terms, hits: Sequence[Hit], similarity: Similarity | None
 ) -> list[list[ScoredSentence]]:
@@ -160,7 +167,7 @@ def _scored(
             if span.kind == "heading" or not text.strip():
                 continue
             own = coverage(question, extract_terms(text, keep_parts=True), weights) if weights else 0.0
-            score = own + HEADING_WEIGHT * heading * (own > 0) - RANK_PENALTY * (n - 1)
+            score = sentence_score(own, heading, n)
             anchor = anchors[index]
             head = position.get(anchor) if anchor is not None else None
             position[index] = len(sentences)

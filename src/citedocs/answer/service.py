@@ -29,10 +29,20 @@ from citedocs.answer.citations import (
     repair_answer,
     withheld_reason,
 )
+from citedocs.answer.events import (
+    AnswerEvent,
+    DoneData,
+    ErrorData,
+    TimingsData,
+    UsageData,
+    done_data,
+    error_data,
+)
 from citedocs.answer.evidence import (
     EVIDENCE_TOKENS,
     EVIDENCE_WHOLE,
     EvidenceWindow,
+    ScoredSentence,
     best_sentences,
     score_sentences,
     select_evidence,
@@ -41,6 +51,7 @@ from citedocs.answer.gate import GateDecision, relevance_decision
 from citedocs.answer.pages import PageFetcher, links_to_fetch
 from citedocs.answer.passages import passages
 from citedocs.answer.prompt import build_messages, question_language, refusal_sentence
+from citedocs.answer.quotes import QuoteDict, choose_quotes
 from citedocs.answer.repetition import STOP_REPEATS, RepetitionGuard
 from citedocs.answer.retriever import Retriever
 from citedocs.answer.stats import AnswerRecord, RollingStats
@@ -89,18 +100,6 @@ ANSWER_CONSTANTS: Mapping[str, float | int | bool] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class AnswerEvent:
-    """One server-sent event of an answer: fetching, fetched, sources, evidence, token, done or error."""
-
-    event: str
-    data: dict[str, Any]
-
-    @property
-    def terminal(self) -> bool:
-        return self.event in ("done", "error")
-
-
 def source_dict(n: int, hit: Hit) -> dict[str, Any]:
     """A passage as the `sources` event lists it; `n` is the number citations use."""
     return {
@@ -145,6 +144,20 @@ class PreparedAnswer:
     highlights: list[EvidenceWindow] = field(default_factory=list)
     evidence_ms: float = 0.0
     messages: list[dict[str, str]] | None = None
+    # Every sentence of `hits` scored against the question (the evidence and the quotes both use them).
+    scored: list[list[ScoredSentence]] | None = field(default=None, repr=False)
+
+    def quotes(self, synthesis: str, model_refused: bool = False) -> list[QuoteDict]:
+        """The source sentences a reader sees under `synthesis` ("" when there is none: then they are the
+        answer); none when the gate refused. `model_refused`: the model's answer was refused or withheld."""
+        if not self.gate.allowed or not self.hits:
+            return []
+        if self.scored is None:
+            self.scored = score_sentences(self.question, self.hits)
+        chosen = choose_quotes(
+            self.question, self.hits, synthesis, scored=self.scored, model_refused=model_refused
+        )
+        return [q.to_dict() for q in chosen]
 
     @property
     def sources(self) -> list[dict[str, Any]]:
@@ -213,7 +226,7 @@ class AnswerService:
         if not prepared.gate.allowed:
             return
         chosen = time.perf_counter()
-        scored = score_sentences(prepared.question, prepared.hits)
+        scored = prepared.scored = score_sentences(prepared.question, prepared.hits)
         if EVIDENCE_TOKENS > 0:
             prepared.evidence = select_evidence(
                 prepared.question, prepared.hits, EVIDENCE_TOKENS, scored=scored, whole=EVIDENCE_WHOLE
@@ -333,11 +346,11 @@ class AnswerService:
         try:
             prepared = await self.prepare(question, k=k, mode=mode, source=source)
         except CitedocsError as exc:
-            yield AnswerEvent("error", _error_data("retrieval", exc.message, exc.hint, None))
+            yield _event("error", error_data("retrieval", exc.message, exc.hint, None))
             return
         except Exception:
             log.exception("retrieval failed")
-            yield AnswerEvent("error", _error_data("retrieval", "Searching the index failed.",
+            yield _event("error", error_data("retrieval", "Searching the index failed.",
                                                    "Run `citedocs status` to check the index.", None))  # fmt: skip
             return
         async with contextlib.aclosing(self.generate(prepared)) as events:
@@ -353,19 +366,15 @@ class AnswerService:
     # -- terminal events --------------------------------------------------------------------------
     def _refused_before_model(self, prepared: PreparedAnswer) -> AnswerEvent:
         total_ms = _ms(time.perf_counter() - prepared.started)
-        timings = {"retrieval_ms": prepared.retrieval_ms, "fetch_ms": prepared.fetch_ms, "ttft_ms": None,
-                   "generation_ms": None, "total_ms": total_ms}  # fmt: skip
-        self.stats.record(AnswerRecord("refusal", timings, gate_refusal=True))
+        timings: TimingsData = {"retrieval_ms": prepared.retrieval_ms, "fetch_ms": prepared.fetch_ms,
+                                "ttft_ms": None, "generation_ms": None, "total_ms": total_ms}  # fmt: skip
+        self.stats.record(AnswerRecord("refusal", _plain(timings), gate_refusal=True))
         prepared.trace.finish({"refused": True, "refused.before_model": True})
-        return AnswerEvent("done", {
-            "answer": refusal_sentence(question_language(prepared.question)), "raw_answer": "", "citations": [], "invalid_citations": [],
-            "original_citations": [], "refused": True, "refused_before_model": True,
-            "refusal_reason": prepared.gate.reason, "relevance": round(prepared.gate.best, 3),
-            "truncated": False, "finish_reason": None, "model": None,
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "estimated": False},
-            "timings": timings, "cost_usd": 0.0, "trace_id": prepared.trace.trace_id,
-            "supported_fraction": 1.0, "repaired": 0, "sentences": [],
-        })  # fmt: skip
+        done = done_data(answer=refusal_sentence(question_language(prepared.question)), refused=True,
+                         refused_before_model=True, refusal_reason=prepared.gate.reason,
+                         relevance=prepared.gate.best, timings=timings, trace_id=prepared.trace.trace_id,
+                         quotes=[])  # fmt: skip
+        return _event("done", done)
 
     def _done(
         self, prepared: PreparedAnswer, raw: str, finish: Finish, ttft_ms: float | None, generation_ms: float
@@ -378,29 +387,26 @@ class AnswerService:
         answer = refusal if refused else repair_answer(raw, report, mark_unverified=True)
         citations = [] if refused else report.citations
         total_ms = _ms(time.perf_counter() - prepared.started)
-        timings = {"retrieval_ms": prepared.retrieval_ms, "fetch_ms": prepared.fetch_ms, "ttft_ms": ttft_ms,
-                   "generation_ms": generation_ms, "total_ms": total_ms}  # fmt: skip
+        timings: TimingsData = {"retrieval_ms": prepared.retrieval_ms, "fetch_ms": prepared.fetch_ms,
+                                "ttft_ms": ttft_ms, "generation_ms": generation_ms, "total_ms": total_ms}  # fmt: skip
         usage = finish.usage
-        self.stats.record(AnswerRecord("refusal" if refused else "answer", timings, usage.prompt_tokens,
+        self.stats.record(AnswerRecord("refusal" if refused else "answer", _plain(timings), usage.prompt_tokens,
                                        usage.completion_tokens, finish.cost_usd))  # fmt: skip
         prepared.trace.end("generation", {"finish_reason": finish.finish_reason,
                                           "tokens.prompt": usage.prompt_tokens,
                                           "tokens.completion": usage.completion_tokens})  # fmt: skip
         prepared.trace.finish({"refused": refused, "refused.withheld": reason is not None, "citations": len(citations),
                                "invalid_citations": len(report.invalid_citations)})  # fmt: skip
-        details = report.to_dict()
-        return AnswerEvent("done", {
-            "answer": answer, "raw_answer": raw, "citations": citations,
-            "invalid_citations": report.invalid_citations, "original_citations": report.original_citations,
-            "refused": refused, "refused_before_model": False, "refusal_reason": reason,
-            "relevance": round(prepared.gate.best, 3), "truncated": finish.truncated,
-            "finish_reason": finish.finish_reason, "model": finish.model or (self.llm.model if self.llm else None),
-            "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-                      "estimated": usage.estimated, **_cache_usage(finish)},
-            "timings": timings, "cost_usd": round(finish.cost_usd, 8), "trace_id": prepared.trace.trace_id,
-            "supported_fraction": details["supported_fraction"], "repaired": details["repaired"],
-            "sentences": details["sentences"],
-        })  # fmt: skip
+        usage_data: UsageData = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+                                 "estimated": usage.estimated}  # fmt: skip
+        usage_data.update(_cache_usage(finish))
+        done = done_data(answer=answer, raw_answer=raw, citations=citations, refused=refused,
+                         refusal_reason=reason, relevance=prepared.gate.best, truncated=finish.truncated,
+                         finish_reason=finish.finish_reason,
+                         model=finish.model or (self.llm.model if self.llm else None), usage=usage_data,
+                         timings=timings, cost_usd=finish.cost_usd, trace_id=prepared.trace.trace_id,
+                         report=report.to_dict(), quotes=prepared.quotes("" if refused else answer, refused))  # fmt: skip
+        return _event("done", done)
 
     def _looped(self, messages: Sequence[Mapping[str, Any]], pieces: int) -> Finish:
         """The finish of a generation stopped because it looped: the server sent no usage, so it is estimated."""
@@ -421,10 +427,10 @@ class AnswerService:
         self.stats.record(AnswerRecord("error", {"retrieval_ms": prepared.retrieval_ms, "total_ms": total_ms},
                                        stage=stage))  # fmt: skip
         prepared.trace.finish(error=message)
-        data = _error_data(stage, message, hint, prepared.trace.trace_id, partial_text)
+        data = error_data(stage, message, hint, prepared.trace.trace_id, partial_text)
         if status is not None:
             data["upstream_status"] = status
-        return AnswerEvent("error", data)
+        return _event("error", data)
 
     def _cancelled(self, prepared: PreparedAnswer, ttft_ms: float | None) -> None:
         total_ms = _ms(time.perf_counter() - prepared.started)
@@ -442,10 +448,10 @@ def evidence_data(prepared: PreparedAnswer) -> dict[str, Any]:
     }
 
 
-def _cache_usage(finish: Finish) -> dict[str, int]:
+def _cache_usage(finish: Finish) -> UsageData:
     """llama.cpp's count of prompt tokens it took from its cache (`cache_n`) and read now (`prompt_n`)."""
     timings = finish.server_timings or {}
-    out = {}
+    out: UsageData = {}
     if isinstance(timings.get("cache_n"), int | float):
         out["cached_tokens"] = int(timings["cache_n"])
     if isinstance(timings.get("prompt_n"), int | float):
@@ -464,13 +470,13 @@ def validate_question(question: str) -> str:
     return question.strip()
 
 
-def _error_data(
-    stage: str, message: str, hint: str, trace_id: str | None, partial_text: str | None = None
-) -> dict[str, Any]:
-    data: dict[str, Any] = {"stage": stage, "message": message, "hint": hint, "trace_id": trace_id}
-    if partial_text:
-        data["partial"] = partial_text
-    return data
+def _plain(timings: TimingsData) -> dict[str, float | None]:
+    return cast("dict[str, float | None]", timings)
+
+
+def _event(name: str, data: DoneData | ErrorData) -> AnswerEvent:
+    """A typed payload as the event's plain dict (what goes on the wire)."""
+    return AnswerEvent(name, dict(data))
 
 
 async def collect(events: AsyncGenerator[AnswerEvent, None]) -> dict[str, Any]:
@@ -498,4 +504,6 @@ async def collect(events: AsyncGenerator[AnswerEvent, None]) -> dict[str, Any]:
                 }
             elif event.event == "error":
                 raise AnswerFailed(event.data)
-    raise AnswerFailed(_error_data("internal", "The answer ended without a result.", _INTERNAL_HINT, None))
+    raise AnswerFailed(
+        dict(error_data("internal", "The answer ended without a result.", _INTERNAL_HINT, None))
+    )

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from citedocs import __version__
+from citedocs.answer.quotes import QUOTES_LABEL
 from citedocs.answer.retriever import Retriever
 from citedocs.answer.service import MAX_QUESTION_CHARS, AnswerFailed, PreparedAnswer
 from citedocs.api.auth import (
@@ -174,7 +175,9 @@ async def ask(
                 headers={"Retry-After": "5"},
                 sources=prepared.sources,
                 note=prepared.note,
-            )  # the page still shows them
+                quotes=(quotes := prepared.quotes("")),
+                quotes_label=QUOTES_LABEL if quotes else None,
+            )  # the page still shows them, and what they say
         events = state.answers.generate(prepared)
         if stream:
             response = AnswerEventStream(events, state.slots.release)

@@ -20,7 +20,8 @@ from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, format_sse_event
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from citedocs.answer.service import AnswerEvent, collect
+from citedocs.answer.events import AnswerEvent, error_data
+from citedocs.answer.service import collect
 
 __all__ = ["PING_INTERVAL_S", "AnswerEventStream", "ClientGone", "encode_event", "run_until_disconnect"]
 
@@ -40,8 +41,8 @@ def encode_event(event: AnswerEvent) -> bytes:
 
 
 def _internal_error() -> AnswerEvent:
-    return AnswerEvent("error", {"stage": "internal", "message": "An internal error stopped the answer.",
-                                 "hint": "Try again; if it persists, check the server log.", "trace_id": None})  # fmt: skip
+    return AnswerEvent("error", dict(error_data("internal", "An internal error stopped the answer.",
+                                                "Try again; if it persists, check the server log.", None)))  # fmt: skip
 
 
 async def _finish(task: asyncio.Task[Any]) -> None:

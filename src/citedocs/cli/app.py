@@ -17,6 +17,7 @@ from citedocs.cli.hit_lines import Style, hit_lines
 from citedocs.cli.terminal import one_line, shown
 
 if TYPE_CHECKING:
+    from citedocs.answer.events import AnswerEvent
     from citedocs.index.folders import IndexProgress
     from citedocs.service import Citedocs
 
@@ -434,7 +435,7 @@ def ask(
 ) -> None:
     """Answer from your documents with a local LLM; every citation is checked before it is shown."""
 
-    def show(event: Any) -> None:
+    def show(event: AnswerEvent) -> None:
         if as_json:
             return
         if event.event == "evidence" and event.data.get("evidence"):
@@ -478,6 +479,28 @@ def ask(
         out.print(f"[dim](withheld: {escape(one_line(data['refusal_reason']))})[/dim]")
     elif data.get("refused"):
         out.print("[dim](refused: the documents do not answer this)[/dim]")
+    for line in quote_lines(data):
+        out.print(line)
+
+
+def quote_lines(data: dict[str, Any]) -> list[str]:
+    """The answer's quotes as `citedocs ask` prints them under the synthesis (rich markup, text escaped):
+    verbatim, each with its source number and place; labelled as the answer when there is no synthesis."""
+    quotes = data.get("quotes") or []
+    if not quotes:
+        return []
+    label = data.get("quotes_label") or "Also in the sources (quoted verbatim)"
+    lines = [f"[bold]{escape(str(label))}:[/bold]"]
+    for quote in quotes:
+        name = str(quote.get("url") or str(quote["path"]).rstrip("/").rsplit("/", 1)[-1])
+        where = (
+            f" p. {quote['page']}"
+            if quote.get("page")
+            else (f":{quote['line']}" if quote.get("line") else "")
+        )
+        text = " ".join(str(quote["text"]).split())
+        lines.append(f"  \\[{quote['n']}] “{escape(text)}”  [dim]({escape(name)}{escape(where)})[/dim]")
+    return lines
 
 
 def evidence_text(data: dict[str, Any]) -> str:

@@ -1,6 +1,8 @@
 """`citedocs eval answer`: every case through the real answer pipeline, scored per case.
 
-Answerable cases: key-fact recall (a refusal scores 0), context recall, wrong refusal, invalid-citation rate,
+Answerable cases: key-fact recall of what the reader sees (the synthesis and its quotes; then of each part
+alone: `key_fact_recall_synthesis`, `key_fact_recall_quotes`; nothing shown scores 0; facts matched through
+the analyzer), `answer_chars` (the characters shown), context recall, wrong refusal, invalid-citation rate,
 lexical citation support (our checker), and, with a judge, citation precision and faithfulness. Each case's
 row in the run directory keeps the exact prompt the model read (`prompt`: the chat messages) and the
 `evidence` event. Unanswerable
@@ -92,9 +94,14 @@ def score_case(
     if case.kind == "off_topic":
         row["gate_refusal"] = 1.0 if data.get("refused_before_model") else 0.0
     if case.answerable:
-        row["key_fact_recall"] = (
-            key_fact_recall(data.get("answer", ""), case.key_facts, refused) if case.key_facts else None
-        )
+        synthesis = "" if refused else str(data.get("answer", ""))
+        quoted = "\n".join(str(q.get("text", "")) for q in data.get("quotes") or [])
+        shown = (synthesis + "\n" + quoted).strip()
+        if case.key_facts:  # what the reader sees (the synthesis and the quotes), then each part alone
+            row["key_fact_recall"] = key_fact_recall(shown, case.key_facts, not shown)
+            row["key_fact_recall_synthesis"] = key_fact_recall(synthesis, case.key_facts, refused)
+            row["key_fact_recall_quotes"] = key_fact_recall(quoted, case.key_facts, not quoted)
+        row["answer_chars"] = float(len(shown)) if shown else None
         row["context_recall"] = context_recall(context, [(e.file, e.heading) for e in case.evidence], "file")
         if not refused:
             original = data.get("original_citations") or []
@@ -160,7 +167,7 @@ async def _run(
                 "sources": [source_label(s["n"], s["path"], s.get("heading")) for s in data.get("sources", [])],
                 "judgements": judgements, "timings": data.get("timings"), "usage": data.get("usage"),
                 "finish_reason": data.get("finish_reason"),
-                "evidence": data.get("evidence"), "prompt": prepared.messages,
+                "evidence": data.get("evidence"), "prompt": prepared.messages, "quotes": data.get("quotes"),
             }  # fmt: skip
     finally:
         await handle.stop()

@@ -26,7 +26,7 @@ from pathlib import Path
 from citedocs.errors import ConfigError, InputError, NotFoundError
 from citedocs.eval.bootstrap import columns, paired_bootstrap_diff
 from citedocs.eval.cases import Case, cases_digest
-from citedocs.eval.runs import read_run
+from citedocs.eval.runs import Run, read_run
 
 __all__ = [
     "LOWER_IS_BETTER",
@@ -44,7 +44,7 @@ __all__ = [
     "write_noise",
 ]
 
-LOWER_IS_BETTER = frozenset({"wrong_refusal_rate", "invalid_citation_rate"})
+LOWER_IS_BETTER = frozenset({"wrong_refusal_rate", "invalid_citation_rate", "answer_chars"})
 _SUMMARY_TOLERANCE = 1e-4
 
 
@@ -235,6 +235,7 @@ def compare_all(
             "The two runs were made on different cases.",
             "Rerun the base on the current cases (or allow a mismatch to pair only the shared ids).",
         )
+    _synthesis_alias(base, new)
     results: list[Comparison] = []
     base_names = set(columns(base.per_case))
     for name in sorted(base_names & set(columns(new.per_case))):
@@ -263,6 +264,18 @@ def compare_all(
             )
         )
     return results
+
+
+def _synthesis_alias(base: Run, new: Run) -> None:
+    """A base run made before answers had quotes (issue 44) scored the synthesis alone as `key_fact_recall`:
+    that is its `key_fact_recall_synthesis`, so a newer run's synthesis is compared with it too (not only the
+    whole answer the reader now sees)."""
+    name = "key_fact_recall_synthesis"
+    if name in columns(base.per_case) or name not in columns(new.per_case):
+        return
+    for values in base.per_case.values():
+        if "key_fact_recall" in values:
+            values["key_fact_recall_synthesis"] = values["key_fact_recall"]
 
 
 def compare(

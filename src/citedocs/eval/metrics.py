@@ -20,11 +20,15 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal
+
+from citedocs.text.analyzer import fact_groups
 
 __all__ = [
     "citation_precision",
     "context_recall",
     "correct_refusal",
+    "fact_found",
     "faithfulness",
     "file_mrr",
     "file_name",
@@ -199,15 +203,45 @@ def _contains(haystack: str, fact: str) -> bool:
     return re.search(r"(?<!\w)(?<!\d\.)" + re.escape(fact) + tail, haystack) is not None
 
 
-def key_fact_recall(answer: str, key_facts: Sequence[str], refused: bool = False) -> float | None:
-    """Share of key facts contained in the answer after `normalize_answer`; a refusal scores 0.
+# How a key fact is looked for in an answer: "literal" (normalised text, the matcher of runs before issue 44)
+# or "analyzed" (literal, or else the fact's analysed words in a row: stems, CJK words; the default).
+Matcher = Literal["literal", "analyzed"]
+
+
+def _in_a_row(haystack: Sequence[tuple[str, ...]], needle: Sequence[tuple[str, ...]]) -> bool:
+    if not needle:
+        return False
+    size = len(needle)
+    return any(list(haystack[i : i + size]) == list(needle) for i in range(len(haystack) - size + 1))
+
+
+def fact_found(answer: str, fact: str, matcher: Matcher = "analyzed") -> bool:
+    """`fact` is in `answer`: as text after `normalize_answer` (starting on a word boundary, ending on one
+    when it ends in a digit), or, with the "analyzed" matcher, as consecutive analysed words (the analyzer
+    of the keyword index: "retries requests" is in "retried the request"; Japanese by its words)."""
+    if _contains(normalize_answer(answer), normalize_answer(fact)):
+        return True
+    return matcher == "analyzed" and _in_a_row(fact_groups(answer), fact_groups(fact))
+
+
+def key_fact_recall(
+    answer: str, key_facts: Sequence[str], refused: bool = False, *, matcher: Matcher = "analyzed"
+) -> float | None:
+    """Share of key facts found in the answer (`fact_found`); a refusal scores 0.
     None when the case has no key facts."""
     if not key_facts:
         return None
     if refused:
         return 0.0
+    if matcher == "literal":
+        text = normalize_answer(answer)
+        return sum(_contains(text, normalize_answer(fact)) for fact in key_facts) / len(key_facts)
+    groups = fact_groups(answer)
     text = normalize_answer(answer)
-    return sum(_contains(text, normalize_answer(fact)) for fact in key_facts) / len(key_facts)
+    found = sum(
+        _contains(text, normalize_answer(fact)) or _in_a_row(groups, fact_groups(fact)) for fact in key_facts
+    )
+    return found / len(key_facts)
 
 
 def correct_refusal(kind: str, refused: bool) -> float | None:

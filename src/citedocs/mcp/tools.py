@@ -353,7 +353,9 @@ class _SiteTools:
     ) -> dict[str, Any]:
         """Answer a question from the indexed documents with a local language model. Every sentence cites
         numbered sources, and citations are checked. Refuses when the documents do not hold the answer.
-        `evidence` lists the sentences that matched the question best (not the answer)."""
+        `quotes` are source sentences the answer leaves out, verbatim, each with its source number `n` and
+        place (path and line, page or url); with `quotes_label` set they are the whole answer. `evidence` lists
+        the sentences that matched the question best, shown while the model reads (not the answer)."""
         answer = self.app.ask(question)
         data: dict[str, Any] = answer.to_dict() if hasattr(answer, "to_dict") else dict(answer)
         if isinstance(data.get("sources"), list):

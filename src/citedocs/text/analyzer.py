@@ -32,6 +32,7 @@ __all__ = [
     "FTS_TOKENIZER",
     "INDEX_STOPWORDS",
     "LINK_STOPWORDS",
+    "fact_groups",
     "fts_match",
     "index_text",
     "query_groups",
@@ -189,3 +190,15 @@ def word_stem(word: str) -> str:
     """The stem used for highlighting: the same analysis as indexing, for one word."""
     analysed = _analyse_token(word)
     return analysed[0] if len(analysed) == 1 else word.lower()
+
+
+def fact_groups(text: str) -> list[tuple[str, ...]]:
+    """Per token of `text`, in reading order, its analysed terms (stems, a compound's parts and whole form, a
+    CJK word), stopwords and CJK particles dropped: a key fact is found when its groups occur consecutively in
+    an answer's groups, so "retried the request" holds "retries requests" and a CJK fact needs no spaces."""
+    out: list[tuple[str, ...]] = []
+    for raw, cjk, content in _tokens(text):
+        analysed = (raw,) if cjk else _analyse_token(raw)
+        if analysed and not _is_stopword(raw, cjk, content):
+            out.append(analysed)
+    return out

@@ -5,6 +5,7 @@ import { $, el, fileName, relativePath, setNote, signIn, whereText } from "./dom
 import { inlineNodes, renderMarkdown } from "./markdown.js";
 import { MAX_QUESTION, languageOf, words } from "./messages.js";
 import { openInContext } from "./reader.js";
+import { clearQuotes, renderQuotes } from "./quotes.js";
 
 const CITATION = /\s*\[(?:(?:sources?|refs?|ref\.)\s*)?(\d{1,4}(?:\s*(?:,|-|–|and)\s*\d{1,4})*)\]/gi;
 const UNVERIFIED = /\s*\[unverified\]/gi;
@@ -314,6 +315,7 @@ function handle(event, data, state) {
   } else if (event === "done") {
     state.finished = true;
     renderDone(data);
+    renderQuotes(data.quotes, data.quotes_label, citeButton);
   } else if (event === "error") {
     state.finished = true;
     if (data.partial) renderStreaming(data.partial);
@@ -378,6 +380,7 @@ function reset() {
   $("passage").hidden = true;
   $("evidence").hidden = true;
   $("evidence-list").replaceChildren();
+  clearQuotes();
   $("legend").hidden = true;
   $("reader").hidden = true;
   notice("");
@@ -434,6 +437,7 @@ async function failed(response) {
   } catch (_) { /* not JSON */ }
   if (error.code === "model_unavailable" && error.sources) {
     renderSources(error.sources, error.note);
+    renderQuotes(error.quotes, error.quotes_label, citeButton);
     $("answer").classList.add("empty");
     $("answer").textContent = error.sources.length
       ? "No answer is written without a model; the passages this question retrieves are listed under Sources."

@@ -1,0 +1,191 @@
+"""Answers with quotes (issue 44), measured offline: the saved syntheses of committed runs plus the quotes
+`answer/quotes.py` adds to each, chosen from the passages the model read (recovered from the stored prompt).
+
+    # claude-docs (81 cases): the committed runs given (default: the latest, answer-gate-2)
+    PYTHONPATH=src .venv/bin/python bench/bench_quotes.py runs [eval/baseline/answer-gate-2 ...]
+    # the same passages without the syntheses: what a reader sees when no model is available
+    PYTHONPATH=src .venv/bin/python bench/bench_quotes.py runs --alone
+    # the Japanese dev set (38 cases): no saved Japanese answers exist, so what a reader sees without a model
+    # (retrieval in keyword mode, the relevance gate, the quotes alone)
+    PYTHONPATH=src .venv/bin/python bench/bench_quotes.py ja
+
+No model runs: the synthesis is the run's saved `answer` (after its citation check), so "synthesis" is the
+run as committed and "whole" is what a reader of the same answer now sees (synthesis, then quotes; when the
+synthesis was refused or withheld, the quotes alone under "What the sources say"). Key-fact recall is shown
+with both matchers: `literal` (normalised text, the matcher of every run before issue 44) and `analyzed`
+(literal, or the fact's analysed words in a row: stems, CJK words; eval/metrics.py). Refusals: `synth` counts
+a refused synthesis (as the committed metrics do); `reader` only when the reader sees nothing (refused and no
+quotes). Every quote is checked to be an exact slice of its cited passage, and found in the file on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _env import SHARED_DATA, header
+
+from citedocs.answer.gate import relevance_decision
+from citedocs.answer.passages import passages
+from citedocs.answer.prompt import REFUSAL_SENTENCES
+from citedocs.answer.quotes import Quote, choose_quotes
+from citedocs.eval.cases import Case, load_cases
+from citedocs.eval.metrics import correct_refusal, key_fact_recall, wrong_refusal
+from citedocs.eval.prompts import prompt_passages
+from citedocs.hits import Hit
+from citedocs.search.distinct import PASSAGE_OVERLAP
+from citedocs.search.engine import MAX_K
+from citedocs.service import Citedocs
+from citedocs.settings import Settings
+
+REPO = Path(__file__).resolve().parents[1]
+EN = SHARED_DATA / "claude-docs-qa"
+JA = SHARED_DATA / "ja-developers-reference"
+EN_CASES = (EN / "cases.jsonl", REPO / "eval/cases/claude-docs-key-facts.jsonl",
+            REPO / "eval/cases/claude-docs-extra.jsonl")  # fmt: skip
+DEFAULT_RUNS = (REPO / "eval/baseline/answer-gate-2",)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return round(statistics.fmean(kept), 3) if kept else None
+
+
+def _pct(values: Sequence[int], q: float) -> int | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _on_disk(corpus: Path, hit: Hit, quote: Quote) -> bool:
+    """The quote's words in the file the passage came from (whitespace aside: the chunker joins paragraphs)."""
+    path = corpus / hit.path if not Path(hit.path).is_absolute() else Path(hit.path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return " ".join(quote.text.split()) in " ".join(text.split())
+
+
+def score_case(
+    case: Case, synthesis: str, refused: bool, quotes: list[Quote], language: str, model: bool = True
+) -> dict[str, Any]:
+    """One case as the reader sees it; without a `model` there is no synthesis and no refusal sentence."""
+    shown_quotes = "\n".join(q.text for q in quotes)
+    said = REFUSAL_SENTENCES[language] if refused and model else synthesis
+    shown = (said + "\n" + shown_quotes).strip()
+    row: dict[str, Any] = {"kind": case.kind, "quotes": len(quotes), "quote_chars": len(shown_quotes),
+                           "chars": len(shown), "synth_chars": len(synthesis) if not refused else 0}  # fmt: skip
+    for matcher in ("literal", "analyzed"):
+        row[f"synth_{matcher}"] = key_fact_recall(synthesis, case.key_facts, refused, matcher=matcher)
+        whole = (("" if refused else synthesis) + "\n" + shown_quotes).strip()
+        row[f"whole_{matcher}"] = key_fact_recall(whole, case.key_facts, not whole, matcher=matcher)
+        row[f"quotes_{matcher}"] = key_fact_recall(shown_quotes, case.key_facts, not quotes, matcher=matcher)
+    silent = refused and not quotes
+    row["wrong_synth"], row["wrong_reader"] = (
+        wrong_refusal(case.kind, refused),
+        wrong_refusal(case.kind, silent),
+    )
+    row["correct_synth"] = correct_refusal(case.kind, refused)
+    row["correct_reader"] = correct_refusal(case.kind, silent)
+    return row
+
+
+def table(name: str, rows: list[dict[str, Any]], verbatim: tuple[int, int, int]) -> dict[str, Any]:
+    shown = [r for r in rows if r["kind"] == "answerable"]
+    out: dict[str, Any] = {"run": name, "cases": len(rows), "answerable": len(shown)}
+    for part in ("whole", "synth", "quotes"):
+        for matcher in ("literal", "analyzed"):
+            out[f"recall_{part}_{matcher}"] = _mean([r[f"{part}_{matcher}"] for r in rows])
+    for key, label in (("chars", "chars"), ("synth_chars", "synth_chars"), ("quote_chars", "quote_chars")):
+        values = [r[key] for r in shown if r[key]]
+        out[f"{label}_p50"], out[f"{label}_p95"] = _pct(values, 0.5), _pct(values, 0.95)
+    out["quotes_per_answer"] = _mean([r["quotes"] for r in shown])
+    for key in ("wrong_synth", "wrong_reader", "correct_synth", "correct_reader"):
+        out[key] = _mean([r[key] for r in rows])
+    total, exact, disk = verbatim
+    out["quotes_total"], out["quotes_verbatim_in_passage"], out["quotes_found_in_file"] = total, exact, disk
+    return out
+
+
+def run_runs(run_dirs: Sequence[Path], alone: bool = False) -> list[dict[str, Any]]:
+    """Quotes added to each run's saved synthesis; `alone`: the synthesis dropped, as without a model."""
+    cases = {c.id: c for c in load_cases(*EN_CASES)}
+    tables = []
+    for run_dir in run_dirs:
+        rows, verbatim = [], [0, 0, 0]
+        for line in (run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            case, detail = cases.get(record["id"]), record.get("detail", {})
+            if case is None:
+                continue
+            refused = alone or bool(detail.get("refused"))
+            hits = prompt_passages(detail.get("prompt") or [])
+            synthesis = "" if refused else str(detail.get("answer", ""))
+            quotes = (
+                choose_quotes(case.question, hits, synthesis, model_refused=refused and not alone)
+                if hits
+                else []
+            )
+            for q in quotes:
+                verbatim[0] += 1
+                verbatim[1] += hits[q.n - 1].text[q.start : q.end] == q.text
+                verbatim[2] += _on_disk(EN / "docs", hits[q.n - 1], q)
+            rows.append(score_case(case, synthesis, refused, quotes, "en", model=not alone))
+        name = run_dir.name + (" (synthesis dropped: no model)" if alone else "")
+        tables.append(table(name, rows, (verbatim[0], verbatim[1], verbatim[2])))
+    return tables
+
+
+def run_japanese(top_k: int = 5) -> dict[str, Any]:
+    cases = load_cases(JA / "cases.jsonl")
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(db=str(Path(tmp) / "ja.sqlite3"), embedder="none")
+        app = Citedocs(settings)
+        try:
+            app.add_folder(JA / "docs")
+            app.index()
+            rows, verbatim = [], [0, 0, 0]
+            for case in cases:
+                found = app.search(case.question, k=min(MAX_K, 2 * top_k), mode="keyword").hits
+                hits = passages(found, top_k, overlap=PASSAGE_OVERLAP)
+                gate = relevance_decision(case.question, hits, settings.relevance_threshold)
+                quotes = choose_quotes(case.question, hits, "") if gate.allowed else []
+                for q in quotes:
+                    verbatim[0] += 1
+                    verbatim[1] += hits[q.n - 1].text[q.start : q.end] == q.text
+                    verbatim[2] += _on_disk(JA / "docs", hits[q.n - 1], q)
+                rows.append(score_case(case, "", True, quotes, "ja", model=False))
+        finally:
+            app.close()
+    return table("ja-developers-reference (keyword, no model: quotes alone)", rows,
+                 (verbatim[0], verbatim[1], verbatim[2]))  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="what", required=True)
+    runs = sub.add_parser("runs", help="committed claude-docs runs, quotes added to their saved answers")
+    runs.add_argument("run_dirs", nargs="*", type=Path, default=list(DEFAULT_RUNS))
+    runs.add_argument("--alone", action="store_true", help="drop the saved syntheses: the quotes alone")
+    sub.add_parser("ja", help="the Japanese dev set: retrieval, gate and quotes, no model")
+    args = parser.parse_args()
+    print(json.dumps(header()))
+    results = run_runs(args.run_dirs, args.alone) if args.what == "runs" else [run_japanese()]
+    for result in results:
+        print(json.dumps(result, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""Quotes: the few sentences of the sources that answer the question and that the synthesis does not state.
+
+A 1.5B model restating five passages keeps 0.59-0.66 of the key facts they hold (issue 44); the sentences
+that hold the rest are already in the passages. This picks them without the model: the sentences (table rows,
+list items, code lines) that match the question best (`evidence.score_sentences`, the same scores as the
+`evidence` event), leaving out any whose content terms the reader has already seen — in the question, in the
+synthesis, in a quote chosen before it — so a quote adds a fact. Each quote is an exact slice of its passage
+(`passage.text[start:end] == quote.text`), cites the passage's number and says where it is (file lines, page
+or URL). At most a few hundred characters: fewer when the synthesis already states what they would; more when
+there is no synthesis (withheld, refused by the model, no model), because then the quotes are the answer.
+Japanese works the same: sentences end at `。` with no space, and terms come from the analyzer (CJK words).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypedDict
+
+from citedocs.answer.evidence import ScoredSentence, line_span, score_sentences, sentence_score
+from citedocs.answer.gate import question_terms
+from citedocs.answer.sentences import strip_markers
+from citedocs.hits import Hit
+from citedocs.text.terms import Terms, coverage, extract_terms, union
+
+__all__ = [
+    "ALONE_CHARS",
+    "QUOTES_LABEL",
+    "QUOTE_CHARS",
+    "Quote",
+    "QuoteDict",
+    "choose_quotes",
+]
+
+# Characters of quotes under a synthesis, and when the quotes are the whole answer (bench/bench_quotes.py).
+QUOTE_CHARS = 550
+ALONE_CHARS = 700
+MAX_QUOTES = 4
+MAX_QUOTES_ALONE = 5
+# A sentence longer than this is quoted line by line (a run of table rows or lines without full stops), or
+# not at all when it is one long line: a quote is read at a glance.
+MAX_QUOTE_CHARS = 320
+# A quote must match the question at least this well (question-term coverage, as the `evidence` event);
+# better when the model read the passages and its answer was refused or withheld (it said they do not answer,
+# or wrote what they do not support): then only a close match is shown. Without a model, the first applies.
+MIN_QUOTE_SCORE = 0.25
+MIN_QUOTE_SCORE_REFUSED = 0.6
+# ... and at least this share of its content terms (weighted) must be new to the reader.
+MIN_NEW_SHARE = 0.2
+# A line of this many words with no punctuation at all is a menu or a list of links, not something a page says:
+# never quoted in place of a refused answer (under a synthesis it may still point to where the answer is).
+MENU_WORDS = 10
+_PUNCTUATION = frozenset(".,:;!?()[]{}|=`'\"/<>。、，．：；！？（）「」『』")
+# What a front end calls the quotes when there is no synthesis above them.
+QUOTES_LABEL = "What the sources say"
+
+
+class QuoteDict(TypedDict):
+    """A quote on the wire (`done.quotes`): the text, the source number it cites and where it is."""
+
+    text: str
+    n: int
+    path: str
+    heading: str
+    line: int | None
+    line_end: int | None
+    page: int | None
+    url: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """Characters `start`..`end` of passage `n` (`text`), and the file lines (or page) they come from."""
+
+    n: int
+    start: int
+    end: int
+    text: str
+    path: str
+    heading: str
+    page: int | None
+    line_start: int
+    line_end: int
+    score: float
+
+    def to_dict(self) -> QuoteDict:
+        url = self.path if self.path.startswith(("http://", "https://")) else None
+        lines = self.page is None and url is None and self.line_end > 0
+        return {
+            "text": self.text,
+            "n": self.n,
+            "path": self.path,
+            "heading": self.heading,
+            "line": self.line_start if lines else None,
+            "line_end": self.line_end if lines else None,
+            "page": self.page,
+            "url": url,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    n: int
+    start: int
+    end: int
+    score: float
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _reads_as_menu(text: str) -> bool:
+    """Navigation text scraped with a page ("Overview Quickstart Models Pricing ..."): a long line of words
+    with no punctuation. It matches many questions and says nothing."""
+    return any(
+        len(line.split()) >= MENU_WORDS and not _PUNCTUATION.intersection(line) for line in text.split("\n")
+    )
+
+
+def _units(question: Terms, hits: Sequence[Hit], scored: list[list[ScoredSentence]]) -> list[_Unit]:
+    """Every scored sentence of every passage; one too long to read at a glance, line by line."""
+    weights = question.weighted()
+    out: list[_Unit] = []
+    for n, (hit, sentences) in enumerate(zip(hits, scored, strict=True), start=1):
+        heading: float | None = None
+        for s in sentences:
+            start, end = _trimmed(hit.text, s.span.start, s.span.end)
+            if end - start <= MAX_QUOTE_CHARS or "\n" not in hit.text[start:end]:
+                out.append(_Unit(n, start, end, s.score))
+                continue
+            if heading is None:
+                heading = coverage(question, extract_terms(hit.heading, keep_parts=True), weights) * bool(
+                    hit.heading
+                )
+            at = start
+            for line in hit.text[start:end].split("\n"):
+                a, b = _trimmed(hit.text, at, at + len(line))
+                at += len(line) + 1
+                if b > a:
+                    own = coverage(question, extract_terms(hit.text[a:b], keep_parts=True), weights)
+                    out.append(_Unit(n, a, b, sentence_score(own, heading, n)))
+    return out
+
+
+def choose_quotes(
+    question: str,
+    hits: Sequence[Hit],
+    synthesis: str = "",
+    *,
+    scored: list[list[ScoredSentence]] | None = None,
+    budget_chars: int | None = None,
+    model_refused: bool = False,
+) -> list[Quote]:
+    """The sentences of `hits` ([1]..[n]) that answer `question` and that `synthesis` (the checked answer;
+    "" when there is none) does not already state, best first, verbatim, at most `budget_chars` in all
+    (QUOTE_CHARS under a synthesis, ALONE_CHARS without one). `scored`: `score_sentences(question, hits)`,
+    when the caller has it already. `model_refused`: the model's answer was refused or withheld (only a
+    close match is quoted then). Pure: the same inputs give the same quotes."""
+    alone = not synthesis.strip()
+    budget = budget_chars if budget_chars is not None else (ALONE_CHARS if alone else QUOTE_CHARS)
+    most = MAX_QUOTES_ALONE if alone else MAX_QUOTES
+    least = MIN_QUOTE_SCORE_REFUSED if model_refused else MIN_QUOTE_SCORE
+    asked = question_terms(question)
+    per_hit = scored if scored is not None else score_sentences(question, hits)
+    units = sorted(_units(asked, hits, per_hit), key=lambda u: (-u.score, u.n, u.start))
+    # What the reader has seen: the question and the synthesis (its words, not its citation markers).
+    seen = union([asked, extract_terms(strip_markers(synthesis), keep_parts=True)])
+    keys: set[str] = set()
+    used = 0
+    out: list[Quote] = []
+    for unit in units:
+        if unit.score < least or len(out) >= most:
+            break
+        hit = hits[unit.n - 1]
+        text = hit.text[unit.start : unit.end]
+        key = "".join(ch for ch in text.casefold() if ch.isalnum())
+        if not key or key in keys or used + len(text) > budget or len(text) > MAX_QUOTE_CHARS:
+            continue
+        if model_refused and _reads_as_menu(text):
+            continue
+        terms = extract_terms(text, keep_parts=True)
+        if not terms or 1.0 - coverage(terms, seen) < MIN_NEW_SHARE:
+            continue
+        keys.add(key)
+        seen = union([seen, terms])
+        used += len(text)
+        out.append(
+            Quote(unit.n, unit.start, unit.end, text, hit.path, hit.heading, hit.page,
+                  *line_span(hit, unit.start, unit.end), unit.score)
+        )  # fmt: skip
+    return out

@@ -1,0 +1,144 @@
+"""answer/quotes.py: the source sentences under a synthesis, chosen without the model, verbatim and cited."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from citedocs.answer.prompt import build_messages
+from citedocs.answer.quotes import ALONE_CHARS, QUOTE_CHARS, choose_quotes
+from citedocs.eval.prompts import prompt_passages
+from citedocs.hits import Hit
+
+REPO = Path(__file__).resolve().parents[1]
+RUNS = sorted(p.parent for p in (REPO / "eval" / "baseline").glob("answer-*/cases.jsonl"))
+
+
+def hit(text: str, path: str = "/docs/limits.md", heading: str = "Limits", line_start: int = 10) -> Hit:
+    lines = text.count("\n")
+    return Hit("c1", path, "docs", heading, None, line_start, line_start + lines, 1.0, text)
+
+
+LIMITS = hit(
+    "Requests are limited per minute.\n"
+    "The default rate limit is 50 requests per minute for the Build tier.\n"
+    "The Scale tier raises the rate limit to 4000 requests per minute.\n"
+    "Bananas are yellow and grow in bunches."
+)
+QUESTION = "What is the rate limit in requests per minute for the Build and Scale tiers?"
+
+
+def test_quotes_are_verbatim_cited_and_located() -> None:
+    quotes = choose_quotes(QUESTION, [LIMITS])
+    assert [q.text for q in quotes][:2] == [
+        "The default rate limit is 50 requests per minute for the Build tier.",
+        "The Scale tier raises the rate limit to 4000 requests per minute.",
+    ]
+    for q in quotes:
+        assert LIMITS.text[q.start : q.end] == q.text and q.n == 1
+    first = quotes[0].to_dict()
+    assert (first["n"], first["path"], first["line"], first["page"], first["url"]) == (
+        1, "/docs/limits.md", 11, None, None,
+    )  # fmt: skip
+    assert all("Bananas" not in q.text for q in quotes)
+
+
+def test_what_the_synthesis_already_states_is_not_quoted_again() -> None:
+    synthesis = "The Build tier allows 50 requests per minute by default [1]."
+    quotes = choose_quotes(QUESTION, [LIMITS], synthesis)
+    assert [q.text for q in quotes] == ["The Scale tier raises the rate limit to 4000 requests per minute."]
+    said_both = synthesis + " The Scale tier raises it to 4000 requests per minute [1]."
+    assert choose_quotes(QUESTION, [LIMITS], said_both) == []
+
+
+def test_quotes_are_bounded_and_fewer_under_a_synthesis() -> None:
+    rows = "\n".join(f"| tier {i} | rate limit {i * 10} requests per minute |" for i in range(1, 60))
+    table = hit("| tier | rate limit |\n|---|---|\n" + rows)
+    under = choose_quotes("rate limit requests per minute tier", [table], "Limits depend on the tier [1].")
+    alone = choose_quotes("rate limit requests per minute tier", [table])
+    assert 0 < len(under) <= len(alone)
+    assert sum(len(q.text) for q in under) <= QUOTE_CHARS and sum(len(q.text) for q in alone) <= ALONE_CHARS
+    assert all(q.text.startswith("| tier") and "\n" not in q.text for q in alone)  # a long table, row by row
+
+
+def test_after_a_refused_model_answer_only_a_close_match_is_quoted() -> None:
+    weak = hit("The dashboard shows usage per day.\nInvoices are sent at the end of each month.")
+    question = "How do I export usage invoices as CSV from the dashboard?"
+    assert choose_quotes(question, [weak]) != []
+    assert choose_quotes(question, [weak], model_refused=True) == []
+
+
+def test_japanese_sentences_end_without_spaces_and_the_synthesis_is_read_by_its_words() -> None:
+    text = (
+        "遅延アップロードは DELAYED キューを使います。"
+        "アップロード先は DELAYED/X-day ディレクトリで、X は 0 から 15 の間です。"
+        "dput では --delayed オプションで日数を指定します。"
+        "バナナは黄色です。"
+    )
+    passage = hit(text, path="/docs/pkgs.html", heading="遅延アップロード")
+    question = "遅延アップロードで何日まで指定できる？ dput のオプションは？"
+    quotes = choose_quotes(question, [passage])
+    assert "dput では --delayed オプションで日数を指定します。" in [q.text for q in quotes]
+    assert all(text[q.start : q.end] == q.text and "バナナ" not in q.text for q in quotes)
+    synthesis = "dput の --delayed オプションで日数を指定します [1]。"
+    under = choose_quotes(question, [passage], synthesis)
+    assert "dput では --delayed オプションで日数を指定します。" not in [q.text for q in under]
+    assert any("15" in q.text for q in under)
+
+
+def test_prompt_passages_recovers_what_the_model_read() -> None:
+    hits = [LIMITS, hit("Retries back off exponentially.", path="/docs/retry.md", heading="Retries")]
+    messages, _ = build_messages("How are requests limited?", hits)
+    recovered = prompt_passages(messages)
+    assert [h.text for h in recovered] == [h.text for h in hits]
+    assert [(h.path, h.heading, h.line_start, h.line_end) for h in recovered] == [
+        ("limits.md", "Limits", 10, 13), ("retry.md", "Retries", 10, 10),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("run_dir", RUNS, ids=[r.name for r in RUNS])
+def test_every_quote_of_every_committed_run_is_verbatim_in_its_cited_passage(run_dir: Path) -> None:
+    """Quotes added to each saved answer (as bench/bench_quotes.py does) are exact slices of the passage they
+    cite, as the model read it; a run that stored no prompts has nothing to check."""
+    checked = 0
+    for line in (run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines():
+        detail = json.loads(line).get("detail", {})
+        hits = prompt_passages(detail.get("prompt") or [])
+        if not hits:
+            continue
+        refused = bool(detail.get("refused"))
+        synthesis = "" if refused else str(detail.get("answer", ""))
+        for q in choose_quotes(str(detail["question"]), hits, synthesis, model_refused=refused):
+            assert 1 <= q.n <= len(hits)
+            assert q.text and hits[q.n - 1].text[q.start : q.end] == q.text
+            assert q.text in hits[q.n - 1].text
+            checked += 1
+    if any('"prompt"' in line for line in (run_dir / "cases.jsonl").open(encoding="utf-8")):
+        assert checked > 0
+
+
+def test_a_menu_is_never_quoted_in_place_of_a_refused_answer() -> None:
+    menu = hit(
+        "Get started with Claude for Sheets Install Claude for Sheets Enter your first prompt Advanced use\n\n"
+        "Install Claude Code with `npm install -g claude-code`, then start it with `claude` in a terminal."
+    )
+    question = "How do I install Claude Code and start it from a terminal?"
+    refused = [q.text for q in choose_quotes(question, [menu], model_refused=True)]
+    assert refused == [
+        "Install Claude Code with `npm install -g claude-code`, then start it with `claude` in a terminal."
+    ]
+    assert (
+        len(choose_quotes(question, [menu])) == 2
+    )  # under a synthesis, or without a model, it may point the way
+
+
+def test_a_quote_says_where_it_is_by_line_page_or_url() -> None:
+    text = "The default rate limit is 50 requests per minute for the Build tier."
+    pdf = Hit("p", "/docs/limits.pdf", "docs", "", 3, 0, 0, 1.0, text)
+    page = Hit("u", "https://docs.example.com/limits", "site", "Limits", None, 0, 0, 1.0, text)
+    (on_page,) = choose_quotes(QUESTION, [pdf])
+    (on_site,) = choose_quotes(QUESTION, [page])
+    assert (on_page.to_dict()["page"], on_page.to_dict()["line"], on_page.to_dict()["url"]) == (3, None, None)
+    assert (on_site.to_dict()["url"], on_site.to_dict()["line"]) == ("https://docs.example.com/limits", None)
