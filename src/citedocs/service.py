@@ -24,8 +24,7 @@ from citedocs.index.jobs import IndexJobs
 from citedocs.index.ocr import OcrProgress, ocr_status
 from citedocs.index.reading import ReadResult, open_registered, read_lines
 from citedocs.index.reanalysis import STALE_NOTE, needs_reanalysis
-from citedocs.search.distinct import distinct_hits
-from citedocs.search.engine import MAX_K, SearchEngine, SearchResult, not_indexed_error
+from citedocs.search.engine import SearchEngine, SearchResult, not_indexed_error
 from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle
 from citedocs.sources.folders import system_folder_problem
@@ -277,11 +276,8 @@ class Citedocs:
         source_ids = [self.find_source(source).id] if source else None
         k = self.settings.top_k if k is None else k
         overlap = self.settings.passage_overlap if distinct else 0.0
-        asked = min(MAX_K, 2 * k) if overlap > 0 and 1 <= k <= MAX_K else k
-        result = self.engine.search(query, k=asked, mode=mode, source_ids=source_ids, file_type=file_type,
-                                    wait_for_model=wait_for_model)  # fmt: skip
-        if asked != k:
-            result.hits = distinct_hits(result.hits, k, overlap)
+        result = self.engine.search(query, k=k, mode=mode, source_ids=source_ids, file_type=file_type,
+                                    wait_for_model=wait_for_model, overlap=overlap)  # fmt: skip
         if needs_reanalysis(self.store):
             result.note = f"{result.note} {STALE_NOTE}" if result.note else STALE_NOTE
         return result
