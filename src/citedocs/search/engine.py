@@ -10,6 +10,7 @@ import concurrent.futures
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from citedocs.search.hybrid import CANDIDATES, VectorSearch, fuse
 from citedocs.search.keyword import HEADING_WEIGHT, keyword_ranking
 from citedocs.search.keyword_index import KeywordIndex
 from citedocs.search.snippets import make_snippet
-from citedocs.store import Store, StoredChunk
+from citedocs.store import SQLiteStore, Store, StoredChunk
 from citedocs.text.analyzer import query_terms
 
 MAX_K = 50
@@ -94,7 +95,8 @@ class SearchEngine:
         self.embedder = embedder
         self.default_mode = default_mode
         self.vectors = VectorSearch(store)
-        self.keyword = KeywordIndex(store, HEADING_WEIGHT, enabled=keyword_memory)
+        saved = Path(store.path) if isinstance(store, SQLiteStore) and store.path != ":memory:" else None
+        self.keyword = KeywordIndex(store, HEADING_WEIGHT, enabled=keyword_memory, saved=saved)
         self._lock = threading.Lock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
