@@ -118,9 +118,8 @@ def extract_terms(text: str, *, keep_parts: bool = False) -> Terms:
                 w for w in content_cjk_words(run, japanese, facts=True) if w not in CJK_FRAMING_WORDS
             )
         text = CJK_RUN.sub(" ", text)
-    for piece in set(
-        text.split()
-    ):  # no token spans white space: a piece's tokens are the text's tokens there
+    # No token spans white space: a piece's tokens are the text's tokens there.
+    for piece in set(text.split()):
         found_numbers, found_identifiers, found_words = _piece_terms(piece, keep_parts)
         if found_numbers:
             numbers.update(found_numbers)
