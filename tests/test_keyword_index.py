@@ -296,6 +296,13 @@ def test_a_reopened_index_loads_the_saved_keyword_index_and_catches_up_by_the_ch
     _same(store, reopened, "zebra install server rotate log")
     store.close()
 
+    (tmp_path / "index.sqlite3.keyword").write_bytes(b"PK\x03\x04 not a whole file")  # damaged: built again
+    store = SQLiteStore(db)
+    damaged = KeywordIndex(store, saved=db)
+    assert damaged.current() is None and damaged.wait(30) and damaged.builds == 1
+    _same(store, damaged, "zebra install server")
+    store.close()
+
     other = tmp_path / "other.sqlite3"  # the same file name beside another database is not its index
     shutil.copy(tmp_path / "index.sqlite3.keyword", tmp_path / "other.sqlite3.keyword")
     store = SQLiteStore(other)

@@ -17,7 +17,7 @@ from citedocs.text.terms import Terms, coverage, extract_terms
 __all__ = ["distinct_hits", "distinct_indexes", "repeats"]
 
 # A passage's terms, remembered by its text: a search reads the passages a similar search read before.
-_passage_terms = functools.lru_cache(maxsize=4096)(extract_terms)
+_passage_terms = functools.lru_cache(maxsize=2048)(extract_terms)
 
 
 def _scan(texts: Sequence[str], overlap: float, wanted: int) -> tuple[list[int], list[int]]:

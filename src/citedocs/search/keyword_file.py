@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -70,7 +71,7 @@ def load_segment(store: Store, db: Path) -> tuple[Segment, int] | None:
             text = saved["vocab"].tobytes().decode("utf-8")
             terms = text.split("\n") if text else []
             arrays = {name: saved[name] for name in _ARRAYS}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):  # damaged: build again
         return None
     if arrays["offsets"].shape[0] != len(terms) + 1:
         return None
