@@ -8,11 +8,13 @@ index's position, and a small change becomes a new segment and a list of dead ro
 (or a log that no longer reaches back) rebuilds the index in the background: searches meanwhile use the
 store, and the new index replaces the old in one assignment. Small segments are merged once there are
 several; when added or dead rows grow past a fifth of the index, it is rebuilt in the background while the
-current one (brought up to date incrementally) keeps answering.
+current one (brought up to date incrementally) keeps answering. Each build of a SQLite index is saved beside
+it (search/keyword_file.py), and a process that opens the index loads that and catches up by the change log.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -223,7 +225,8 @@ class KeywordIndex:
             self.builds += 1
             self.last_error = None
             if self.saved is not None:
-                save_segment(self.store, self.saved, segment, seq)
+                with contextlib.suppress(Exception):  # a cache: failing to save it never fails the build
+                    save_segment(self.store, self.saved, segment, seq)
         except Exception as exc:  # the store answers meanwhile; the next search tries again
             self.last_error = f"{type(exc).__name__}: {exc}"
 
