@@ -128,7 +128,7 @@ def main() -> None:
         tokens = bm25s.tokenize([query], stopwords="en", stemmer=stemmer, show_progress=False)
         if not tokens.vocab:
             return []
-        found, _ = retriever.retrieve(tokens, k=5, show_progress=False, n_threads=1)
+        found, _ = retriever.retrieve(tokens, k=5, show_progress=False, n_threads=0)
         return [int(i) for i in found[0]]
 
     ours_index = time_ms(

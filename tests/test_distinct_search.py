@@ -18,9 +18,10 @@ import httpx
 
 from citedocs.hits import Hit
 from citedocs.llm.llama import free_port
-from citedocs.search.distinct import distinct_hits, repeats
+from citedocs.search.distinct import distinct_hits, distinct_indexes, repeats
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
+from citedocs.text.terms import Terms, coverage, extract_terms
 from fakes.live_server import live_process
 from test_processes import HANDSHAKE, rpc
 
@@ -70,6 +71,31 @@ def test_a_repeat_gives_its_place_to_the_next_distinct_hit() -> None:
     assert repeats(hits, 0.8) == [1]
     assert [h.chunk_id for h in distinct_hits(hits, 3, 0.8)] == ["1", "3", "4"]
     assert [h.chunk_id for h in distinct_hits(hits, 3, 0.0)] == ["1", "2", "3"]
+
+
+def test_distinct_indexes_reading_only_what_it_needs_agree_with_repeats_over_the_whole_list() -> None:
+    tiers = "Higher usage tiers raise the rate limits: tier 2 allows 1,000 requests per minute."
+    texts = [LIMITS, LIMITS.upper(), tiers, "Batches cost half.", tiers.lower(), "(see config.toml), 8080;"]
+    hits = [hit(t, n + 1) for n, t in enumerate(texts)]
+    dropped = set(repeats(hits, 0.8))
+    assert dropped == {1, 4}
+    for k in range(1, len(texts) + 1):
+        assert distinct_indexes(texts, k, 0.8) == [i for i in range(len(texts)) if i not in dropped][:k]
+    assert distinct_indexes(texts, 3, 0.0) == [0, 1, 2]
+
+
+def test_terms_of_a_text_are_the_terms_of_its_tokens_and_coverage_weighs_them_by_kind() -> None:
+    terms = extract_terms("(see config.toml), 8080; useState's $1,024.50% values.", keep_parts=True)
+    assert terms.numbers == {"8080", "1024.50"}
+    assert terms.identifiers == {"config.toml", "usestate's"}
+    assert terms.words == {"config", "toml", "usest", "valu"}
+    needed = Terms(
+        frozenset({"8080"}), frozenset({"config.toml", "8080"}), frozenset({"valu", "config.toml"})
+    )
+    held = Terms(frozenset({"8080"}), frozenset(), frozenset({"config.toml"}))
+    # 8080 counts once, as a number (3); config.toml as an identifier (2), not found among the words; valu 1
+    assert coverage(needed, held) == 3 / 6
+    assert coverage(needed, held, needed.weighted()) == 3 / 6
 
 
 def test_the_library_ranking_keeps_repeats_and_distinct_search_does_not(tmp_path: Path) -> None:

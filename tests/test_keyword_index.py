@@ -273,3 +273,42 @@ def test_status_says_where_keyword_search_runs_and_the_setting_turns_memory_off(
             assert (status["chunks"] == 1) is memory
         finally:
             app.close()
+
+
+def test_a_reopened_index_loads_the_saved_keyword_index_and_catches_up_by_the_change_log(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "index.sqlite3"
+    store = SQLiteStore(db)
+    source = _fill(store, "a", 30)
+    first = KeywordIndex(store, saved=db)
+    assert first.wait(30) and first.builds == 1
+    assert (tmp_path / "index.sqlite3.keyword").is_file()
+    store.replace_document(source, _doc("a/new.md"), [_chunk(0, "zebra install", heading="Zebra")])
+    store.close()
+
+    store = SQLiteStore(db)  # a new process would do the same: no build, the saved index and one change
+    reopened = KeywordIndex(store, saved=db)
+    assert reopened.current() is not None, "the first search should be answered from the saved index"
+    assert reopened.builds == 0 and reopened.load_seconds is not None
+    hits = reopened.ranking(["zebra"], 5)
+    assert hits is not None and len(hits) == 1
+    _same(store, reopened, "zebra install server rotate log")
+    store.close()
+
+    (tmp_path / "index.sqlite3.keyword").write_bytes(b"PK\x03\x04 not a whole file")  # damaged: built again
+    store = SQLiteStore(db)
+    damaged = KeywordIndex(store, saved=db)
+    assert damaged.current() is None and damaged.wait(30) and damaged.builds == 1
+    _same(store, damaged, "zebra install server")
+    store.close()
+
+    other = tmp_path / "other.sqlite3"  # the same file name beside another database is not its index
+    shutil.copy(tmp_path / "index.sqlite3.keyword", tmp_path / "other.sqlite3.keyword")
+    store = SQLiteStore(other)
+    _fill(store, "b", 5)
+    stranger = KeywordIndex(store, saved=other)
+    assert stranger.current() is None  # not loaded: a build started instead
+    assert stranger.wait(30) and stranger.builds == 1
+    _same(store, stranger, "install server")
+    store.close()

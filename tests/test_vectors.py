@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -74,3 +78,26 @@ def test_blob_errors_say_what_to_do() -> None:
         from_blob(b"abc")
     with pytest.raises(StoreError):
         matrix_from_blobs([b"\0" * 8, b"\0" * 4], 2)
+
+
+def blas_threads_after_limit(env: dict[str, str]) -> int:
+    code = (
+        "from threadpoolctl import threadpool_info\n"
+        "from citedocs.search.vectors import limit_blas_threads\n"
+        "limit_blas_threads()\n"
+        "print(min(i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'))\n"
+    )
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, check=True
+    )
+    return int(out.stdout.strip())
+
+
+def test_query_time_math_runs_on_one_blas_thread_unless_the_user_chose_a_number() -> None:
+    assert blas_threads_after_limit({}) == 1
+    assert blas_threads_after_limit({"OPENBLAS_NUM_THREADS": "2"}) == 2

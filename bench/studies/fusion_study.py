@@ -38,7 +38,7 @@ def bm25_runs(doc_ids: list[str], texts: list[str], queries: list[str], depth: i
         bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False
     )
     tokens = bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, show_progress=False)
-    rows, scores = retriever.retrieve(tokens, k=min(depth, len(texts)), show_progress=False, n_threads=1)
+    rows, scores = retriever.retrieve(tokens, k=min(depth, len(texts)), show_progress=False, n_threads=0)
     return [
         [(doc_ids[j], float(s)) for j, s in zip(r, sc, strict=True) if s > 0]
         for r, sc in zip(rows, scores, strict=True)

@@ -27,8 +27,8 @@ from citedocs.index.ocr import OcrProgress, ocr_status
 from citedocs.index.reading import ReadResult, open_registered, read_lines, read_page_image
 from citedocs.index.reanalysis import STALE_NOTE, needs_reanalysis
 from citedocs.parsers.pdf_page import RenderedPage
-from citedocs.search.distinct import PASSAGE_OVERLAP, distinct_hits
-from citedocs.search.engine import MAX_K, SearchEngine, SearchResult, not_indexed_error
+from citedocs.search.distinct import PASSAGE_OVERLAP
+from citedocs.search.engine import SearchEngine, SearchResult, not_indexed_error
 from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle
 from citedocs.sources.folders import system_folder_problem
@@ -307,11 +307,8 @@ class Citedocs:
             return SearchResult(query=query, mode=mode or self.settings.search_mode, hits=[])
         k = self.settings.top_k if k is None else k
         overlap = PASSAGE_OVERLAP if distinct else 0.0
-        asked = min(MAX_K, 2 * k) if overlap > 0 and 1 <= k <= MAX_K else k
-        result = self.engine.search(query, k=asked, mode=mode, source_ids=source_ids, file_type=file_type,
-                                    wait_for_model=wait_for_model)  # fmt: skip
-        if asked != k:
-            result.hits = distinct_hits(result.hits, k, overlap)
+        result = self.engine.search(query, k=k, mode=mode, source_ids=source_ids, file_type=file_type,
+                                    wait_for_model=wait_for_model, overlap=overlap)  # fmt: skip
         if access.current().sources is not None:  # link documents of unseen sites, had any slipped through
             result.hits = [h for h in result.hits if access.current().sees(h.source)]
         access.note(query, (h.source for h in result.hits))

@@ -10,6 +10,7 @@ import concurrent.futures
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,11 +20,12 @@ from citedocs.embed.blob import FINGERPRINT_KEY, matrix_from_blobs
 from citedocs.embed.lazy import LazyEmbedder
 from citedocs.errors import EmbedderError, InputError, ModelMismatchError, NotFoundError
 from citedocs.hits import LINK_FORMAT, Hit
+from citedocs.search.distinct import distinct_indexes
 from citedocs.search.hybrid import CANDIDATES, VectorSearch, fuse
 from citedocs.search.keyword import HEADING_WEIGHT, keyword_ranking
 from citedocs.search.keyword_index import KeywordIndex
 from citedocs.search.snippets import make_snippet
-from citedocs.store import Store, StoredChunk
+from citedocs.store import SQLiteStore, Store, StoredChunk
 from citedocs.text.analyzer import query_terms
 
 MAX_K = 50
@@ -93,7 +95,8 @@ class SearchEngine:
         self.embedder = embedder
         self.default_mode = default_mode
         self.vectors = VectorSearch(store)
-        self.keyword = KeywordIndex(store, HEADING_WEIGHT, enabled=keyword_memory)
+        saved = Path(store.path) if isinstance(store, SQLiteStore) and store.path != ":memory:" else None
+        self.keyword = KeywordIndex(store, HEADING_WEIGHT, enabled=keyword_memory, saved=saved)
         self._lock = threading.Lock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
@@ -116,7 +119,10 @@ class SearchEngine:
         source_ids: list[int] | None = None,
         file_type: str | None = None,
         wait_for_model: bool = False,
+        overlap: float = 0.0,
     ) -> SearchResult:
+        """The `k` best hits; with `overlap` above 0, the first `k` of twice as many that do not repeat one
+        ranked above them (search/distinct.py). Snippets are made for the hits returned only."""
         if not 1 <= k <= MAX_K:
             raise InputError(f"k must be between 1 and {MAX_K}, got {k}.", K_HINT)
         mode = mode or self.default_mode
@@ -126,6 +132,8 @@ class SearchEngine:
             raise InputError("The query is empty.", "Type some words to search for.")
         formats = format_aliases([file_type.lower().lstrip(".")] if file_type else None)
         terms = query_terms(query)
+        want = k
+        k = min(MAX_K, 2 * k) if overlap > 0 else k
         depth = max(CANDIDATES, k)
         semantic: list[tuple[int, float]] | None = None
         keyword: list[tuple[int, float]] | None = None
@@ -134,6 +142,12 @@ class SearchEngine:
             keyword = keyword_ranking(
                 self.store, query, k, source_ids=source_ids, formats=formats, index=self.keyword
             )
+        elif self.embedder is None or (not self.embedder.ready and not wait_for_model):
+            # no query embedding to wait for: no thread hand-off either (it cost more than the ranking)
+            keyword = keyword_ranking(
+                self.store, query, depth, source_ids=source_ids, formats=formats, index=self.keyword
+            )
+            semantic, note = self._semantic(query, depth, source_ids, formats, mode, wait_for_model)
         else:
             # BM25 (SQLite) and the query embedding (onnxruntime) both release the GIL: run them side by side.
             pending = self._search_pool().submit(
@@ -154,7 +168,10 @@ class SearchEngine:
         else:
             ranking, used = fuse(keyword, semantic, k), "hybrid"
         chunks = self.store.chunks_by_rowid([rowid for rowid, _ in ranking])
-        hits = [hit_from_chunk(chunks[rowid], score, terms) for rowid, score in ranking if rowid in chunks]
+        found = [(chunks[rowid], score) for rowid, score in ranking if rowid in chunks]
+        if overlap > 0:
+            found = [found[i] for i in distinct_indexes([c.text for c, _ in found], want, overlap)]
+        hits = [hit_from_chunk(chunk, score, terms) for chunk, score in found]
         if not hits and self.vectors.counts[1] == 0:
             note = EMPTY_INDEX_NOTE  # not "no vectors yet": there is nothing to embed either
         return SearchResult(query, used, hits, note)

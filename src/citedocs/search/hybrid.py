@@ -9,7 +9,7 @@ import numpy as np
 
 from citedocs.embed.blob import matrix_from_blobs
 from citedocs.search.fusion import convex
-from citedocs.search.vectors import VectorMatrix
+from citedocs.search.vectors import VectorMatrix, limit_blas_threads
 from citedocs.store import Store
 from citedocs.store.base import GenerationCached
 
@@ -34,6 +34,7 @@ class VectorCache:
         with self._lock:
             changed, generation = self.store.changed_since(self._generation)
             if changed or self._matrix is None:
+                limit_blas_threads()
                 ids, blobs = self.store.all_vectors()
                 self._matrix = VectorMatrix(ids, matrix_from_blobs(blobs, dim)) if ids else None
                 self._generation = generation

@@ -8,19 +8,23 @@ index's position, and a small change becomes a new segment and a list of dead ro
 (or a log that no longer reaches back) rebuilds the index in the background: searches meanwhile use the
 store, and the new index replaces the old in one assignment. Small segments are merged once there are
 several; when added or dead rows grow past a fifth of the index, it is rebuilt in the background while the
-current one (brought up to date incrementally) keeps answering.
+current one (brought up to date incrementally) keeps answering. Each build of a SQLite index is saved beside
+it (search/keyword_file.py), and a process that opens the index loads that and catches up by the change log.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from citedocs.search.impacts import Segment, Stats, build_segment, document_count, merge, rank, with_impacts
+from citedocs.search.keyword_file import load_segment, save_segment
 from citedocs.store import Store
 from citedocs.store.records import KeywordRow
 
@@ -81,8 +85,13 @@ class KeywordIndex:
         sync_changes: int = SYNC_CHANGES,
         rebuild_fraction: float = REBUILD_FRACTION,
         enabled: bool = True,
+        saved: Path | None = None,
     ) -> None:
+        """`saved`: the SQLite database file whose builds are saved beside it and loaded on first use
+        (search/keyword_file.py); None keeps the index in memory only."""
         self.store = store
+        self.saved = saved
+        self._load_tried = saved is None
         self.enabled = enabled
         self.heading_weight = heading_weight
         self.sync_changes = sync_changes
@@ -122,6 +131,8 @@ class KeywordIndex:
     def current(self) -> _State | None:
         """The index as of the store's latest generation, or None (a build was started or is running)."""
         state = self._state
+        if state is None and self.enabled and not self._load_tried:
+            state = self._load()
         if state is None:
             if self.enabled:
                 self.start_build()
@@ -172,6 +183,21 @@ class KeywordIndex:
             self.start_build(force=True)
         return new
 
+    def _load(self) -> _State | None:
+        """The saved index, if this database's (once per process; the first search waits for it)."""
+        with self._builder_lock:
+            if not self._load_tried and self.saved is not None:
+                self._load_tried = True
+                started = time.perf_counter()
+                loaded = load_segment(self.store, self.saved)
+                if loaded is not None:
+                    segment, seq = loaded
+                    with self._update:
+                        if self._state is None:  # generation -1: the first check catches up by the log
+                            self._state = _State((segment,), Stats.of([segment]), seq, -1)
+                    self.load_seconds = time.perf_counter() - started
+        return self._state
+
     def _segment(self, rows: Iterable[KeywordRow]) -> Segment:
         return build_segment(rows, self.store.keyword_terms, self.heading_weight)
 
@@ -198,6 +224,9 @@ class KeywordIndex:
             self.load_seconds = time.perf_counter() - started
             self.builds += 1
             self.last_error = None
+            if self.saved is not None:
+                with contextlib.suppress(Exception):  # a cache: failing to save it never fails the build
+                    save_segment(self.store, self.saved, segment, seq)
         except Exception as exc:  # the store answers meanwhile; the next search tries again
             self.last_error = f"{type(exc).__name__}: {exc}"
 
@@ -209,6 +238,8 @@ class KeywordIndex:
             return False
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
+            if self._state is None and not self._load_tried:
+                self._load()
             if self._state is None:
                 self.start_build()
             builder = self._builder

@@ -6,9 +6,34 @@ takes well under a millisecond on one core; exact search is cheaper than keeping
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Sequence
 
 import numpy as np
+
+# BLAS threads for query-time math. Measured on the 2-core machine (bench/bench_search_path.py, docs/performance.md):
+# scoring 5k x 384 float32 took 0.8 ms with one OpenBLAS thread and 17-30 ms with its default two, which
+# wait on each other and on the server's own threads; a matrix-vector product gains nothing from a second core.
+QUERY_BLAS_THREADS = 1
+_BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+_blas_lock = threading.Lock()
+_blas_set = False
+
+
+def limit_blas_threads() -> None:
+    """Run numpy's BLAS with `QUERY_BLAS_THREADS` for the rest of the process (once), unless the user chose a
+    number with OPENBLAS_NUM_THREADS, OMP_NUM_THREADS or MKL_NUM_THREADS."""
+    global _blas_set
+    with _blas_lock:
+        if _blas_set:
+            return
+        _blas_set = True
+        if any(os.environ.get(name) for name in _BLAS_ENV):
+            return
+        from threadpoolctl import threadpool_limits  # enumerates the loaded libraries: only when needed
+
+        threadpool_limits(QUERY_BLAS_THREADS, user_api="blas")
 
 
 def quantise_int8(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

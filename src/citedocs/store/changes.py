@@ -101,6 +101,11 @@ class ChangeLog(Connected):
     def _stream(self, conn: Connection, sql: str) -> Iterable[KeywordRow]:
         return (tuple(row) for row in conn.execute(sql))
 
+    def change_at(self, seq: int) -> tuple[int, int] | None:
+        """(chunk, added) of the change-log row at `seq`, or None: identifies a saved keyword index's position."""
+        row = self._conn().execute("SELECT chunk, added FROM chunk_changes WHERE seq = ?", (seq,)).fetchone()
+        return None if row is None else (int(row[0]), int(row[1]))
+
     def keyword_changes(self, after: int) -> KeywordChanges | None:
         """What changed after change-log position `after`; None when the log no longer reaches back that far."""
         with self._read_snapshot() as conn:

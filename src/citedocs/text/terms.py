@@ -8,11 +8,12 @@ contributes the words that state facts (`cjk`: nouns and adjectives) as words.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from citedocs.text.analyzer import CONTENT_STOPWORDS, stem_words, word_set
+from citedocs.text.analyzer import CONTENT_STOPWORDS, stem_word, stem_words, word_set
 from citedocs.text.cjk import CJK_RUN, content_cjk_words, has_cjk, is_japanese, normalize
 
 NUMBER_WEIGHT = 3.0
@@ -103,42 +104,77 @@ def extract_terms(text: str, *, keep_parts: bool = False) -> Terms:
 
     With `keep_parts` (used for passages), an identifier also contributes its sub-spans and parts, so a
     passage holding `~/.config/app/config.toml` supports a sentence naming `config.toml`, and `haiku` or
-    `20240307` match as a word and a number.
+    `20240307` match as a word and a number. Each distinct token is analysed once per text, and its analysis
+    is remembered across texts (`_token_terms`): a passage costs a regex pass and dictionary look-ups.
     """
     numbers: set[str] = set()
     identifiers: set[str] = set()
-    words: list[str] = []
-    cjk: set[str] = set()
+    words: set[str] = set()
     if has_cjk(text):
         text = normalize(text)
         japanese = is_japanese(text)
         for run in CJK_RUN.findall(text):
-            cjk.update(w for w in content_cjk_words(run, japanese, facts=True) if w not in CJK_FRAMING_WORDS)
+            words.update(
+                w for w in content_cjk_words(run, japanese, facts=True) if w not in CJK_FRAMING_WORDS
+            )
         text = CJK_RUN.sub(" ", text)
-    for match in _TOKEN_RE.finditer(text):
-        token = match.group(0)
-        if token[0].isdigit() or token[0] == "$":
-            numbers.add(normalize_number(token))
-            continue
-        token = token.strip("'")
-        lower = token.lower()
-        if _is_identifier(token):
-            if lower.rstrip(".") in CONTENT_STOPWORDS:
-                continue
-            identifiers.add(lower.rstrip(".:-/"))
-            if keep_parts:
-                identifiers.update(_sub_identifiers(lower))
-                for part in _SEPARATOR_RE.split(lower)[::2]:
-                    if part.isdigit():
-                        numbers.add(part)
-                    elif part and part not in CONTENT_STOPWORDS:
-                        words.append(part)
-            continue
-        if lower in CONTENT_STOPWORDS or lower in FRAMING_WORDS or len(lower) < 2:
-            continue
-        words.append(lower.removesuffix("'s"))
-    stems = frozenset(stem_words(words)) if words else frozenset()
-    return Terms(frozenset(numbers), frozenset(identifiers), stems | cjk)
+    # No token spans white space: a piece's tokens are the text's tokens there.
+    for piece in set(text.split()):
+        found_numbers, found_identifiers, found_words = _piece_terms(piece, keep_parts)
+        if found_numbers:
+            numbers.update(found_numbers)
+        if found_identifiers:
+            identifiers.update(found_identifiers)
+        if found_words:
+            words.update(found_words)
+    return Terms(frozenset(numbers), frozenset(identifiers), frozenset(words))
+
+
+_NO_TERMS: tuple[str, ...] = ()
+_Found = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+
+
+@functools.lru_cache(maxsize=131072)
+def _piece_terms(piece: str, keep_parts: bool) -> _Found:
+    """What the tokens of one white-space-free piece of text contribute (`_token_terms`, merged)."""
+    tokens = _TOKEN_RE.findall(piece)
+    if len(tokens) == 1:
+        return _token_terms(tokens[0], keep_parts)
+    numbers: dict[str, None] = {}
+    identifiers: dict[str, None] = {}
+    words: dict[str, None] = {}
+    for token in tokens:
+        found_numbers, found_identifiers, found_words = _token_terms(token, keep_parts)
+        numbers.update(dict.fromkeys(found_numbers))
+        identifiers.update(dict.fromkeys(found_identifiers))
+        words.update(dict.fromkeys(found_words))
+    return tuple(numbers), tuple(identifiers), tuple(words)
+
+
+@functools.lru_cache(maxsize=65536)
+def _token_terms(token: str, keep_parts: bool) -> _Found:
+    """(numbers, identifiers, stemmed words) one token of `_TOKEN_RE` contributes."""
+    if token[0].isdigit() or token[0] == "$":
+        return (normalize_number(token),), _NO_TERMS, _NO_TERMS
+    token = token.strip("'")
+    lower = token.lower()
+    if _is_identifier(token):
+        if lower.rstrip(".") in CONTENT_STOPWORDS:
+            return _NO_TERMS, _NO_TERMS, _NO_TERMS
+        identifiers = {lower.rstrip(".:-/")}
+        numbers: list[str] = []
+        words: list[str] = []
+        if keep_parts:
+            identifiers.update(_sub_identifiers(lower))
+            for part in _SEPARATOR_RE.split(lower)[::2]:
+                if part.isdigit():
+                    numbers.append(part)
+                elif part and part not in CONTENT_STOPWORDS:
+                    words.append(part)
+        return tuple(numbers), tuple(identifiers), tuple(stem_words(words)) if words else _NO_TERMS
+    if lower in CONTENT_STOPWORDS or lower in FRAMING_WORDS or len(lower) < 2:
+        return _NO_TERMS, _NO_TERMS, _NO_TERMS
+    return _NO_TERMS, _NO_TERMS, (stem_word(lower.removesuffix("'s")),)
 
 
 def union(terms: Iterable[Terms]) -> Terms:
@@ -154,7 +190,16 @@ def union(terms: Iterable[Terms]) -> Terms:
 
 def coverage(needed: Terms, present: Terms, weights: dict[str, float] | None = None) -> float:
     """Weighted fraction of `needed`'s terms found in `present` (1.0 when nothing is needed)."""
-    weights = weights if weights is not None else needed.weighted()
+    if weights is None:  # each term weighed by its kind, as `weighted` does, counted by set operations
+        identifiers = needed.identifiers - needed.numbers
+        words = needed.words - needed.identifiers - needed.numbers
+        total = NUMBER_WEIGHT * len(needed.numbers) + IDENTIFIER_WEIGHT * len(identifiers) + len(words)
+        if total == 0:
+            return 1.0
+        found = (NUMBER_WEIGHT * len(needed.numbers & present.numbers)
+                 + IDENTIFIER_WEIGHT * len(identifiers & present.identifiers)
+                 + WORD_WEIGHT * len(words & present.words))  # fmt: skip
+        return found / total
     total = sum(weights.values())
     if total == 0:
         return 1.0
