@@ -4,6 +4,7 @@ Japanese index holds the word)."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -121,7 +122,7 @@ def test_a_kanji_only_heading_of_a_japanese_page_is_indexed_as_japanese_words(ap
     assert "ja_heading.md" not in words.get("発者", set())  # not the bigrams of Chinese
 
 
-def test_kanji_only_query_finds_the_word_in_the_real_japanese_manual(tmp_path: Path) -> None:
+def test_kanji_only_and_abbreviated_queries_over_the_real_japanese_manual(tmp_path: Path) -> None:
     data = shared("ja-developers-reference") / "docs"
     holding = {p.name for p in data.rglob("*") if p.is_file() and "重要度" in p.read_text(errors="ignore")}
     assert len(holding) >= 3
@@ -132,6 +133,17 @@ def test_kanji_only_query_finds_the_word_in_the_real_japanese_manual(tmp_path: P
         hits = app.search("重要度", k=10, mode="keyword").hits
         assert hits and Path(hits[0].path).name in holding
         assert "重要度" in hits[0].text
+        service = app.answer_service(None)
+
+        async def gate(question: str) -> bool:
+            return (await service.prepare(question, mode="keyword")).gate.allowed
+
+        # Questions a user types: kanji only, or "メンテ" where the manual writes メンテナンス and メンテナ.
+        for question in ("重要度", "バグの重要度", "メンテの責任を数人でシェアするには？", "共同メンテ"):
+            assert asyncio.run(gate(question)), question
+        # and off-topic ones are still refused before the model
+        for question in ("寿司の握り方", "重要文化財の見学時間"):
+            assert not asyncio.run(gate(question)), question
     finally:
         app.close()
 
