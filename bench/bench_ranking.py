@@ -1,7 +1,7 @@
 """Which passage comes first (issue 47): section@5 and file@5 on the English and Japanese dev sets, and the
 query latency, for the code this script is run with.
 
-    .venv/bin/python bench/bench_ranking.py [--modes keyword,hybrid] [--out bench/out/ranking.json]
+    .venv/bin/python bench/bench_ranking.py [--modes keyword,hybrid] [--sets NAME,...] [--out FILE.json]
 
 Run it once on the branch and once on the code before it (`PYTHONPATH=/path/to/old/src`) to compare; the
 SciFact nDCG@10 check is bench/bench_beir.py. claude-docs-qa: 45 English pages, 60 questions; the Japanese set:
@@ -61,6 +61,7 @@ def run(name: str, data: Path, mode: str, tmp: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--modes", default="keyword,hybrid")
+    parser.add_argument("--sets", default=",".join(SETS), help="comma-separated names of SETS")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     print_header("Ranking: section@5 and file@5 on the dev sets (issue 47)")
@@ -68,7 +69,8 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="citedocs-ranking-") as tmp:
         for mode in args.modes.split(","):
-            for name, data in SETS.items():
+            for name in args.sets.split(","):
+                data = SETS[name]
                 row = run(name, data, mode, Path(tmp))
                 rows.append(row)
                 print(json.dumps(row), flush=True)
