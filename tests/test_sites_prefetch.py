@@ -236,3 +236,27 @@ def test_cli_add_site_fetches_a_small_site_and_none_leaves_it(tmp_path: Path) ->
                                 "--fetch", "none"], env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
         assert other.returncode == 0, other.stderr
         assert "3 of 3 pages of tiny2 are not fetched yet" in other.stdout
+
+
+def test_mcp_add_doc_source_fetches_a_small_site_in_the_background_unasked(tmp_path: Path) -> None:
+    with serve_docs(tmp_path / "www") as site:
+        llms_txt = _small_site(site, 3)
+        app = Citedocs(_settings(tmp_path))
+
+        async def main() -> None:
+            async with Client(build_server(app)) as client:
+                result = await client.call_tool("add_doc_source", {"name": "tiny", "llms_txt_url": llms_txt})
+                assert not result.is_error and "background" in result.structured_content["prefetch"]
+                for _ in range(400):
+                    status = (await client.call_tool("index_status", {})).structured_content
+                    jobs = [j for j in status["indexing"]["jobs"] if j["kind"] == "fetch"]
+                    if jobs and jobs[0]["state"] == "done":
+                        break
+                    await anyio.sleep(0.05)
+                assert jobs and jobs[0]["done"] == 3, jobs
+
+        try:
+            anyio.run(main)
+            assert app.sites.list()[0].pages_fetched == 3
+        finally:
+            app.close()
