@@ -53,6 +53,28 @@ def test_code_block_is_never_split_even_when_large() -> None:
     assert holding[0].text.count("```") == 2
 
 
+def test_a_heading_line_joins_the_code_under_it_instead_of_standing_alone() -> None:
+    # issue 47: "## Examples" above a large code block was a chunk of 3 tokens that answered nothing
+    code = "```python\n" + "\n".join(f"x{i} = call_{i}()" for i in range(300)) + "\n```"
+    segments = [
+        Segment("## Examples", ("Page", "Examples"), 1, 1),
+        Segment(code, ("Page", "Examples"), 2, 303, kind="code"),
+    ]
+    [chunk] = chunk_segments(segments, target=400, max_tokens=560)
+    assert chunk.text.startswith("## Examples\n\n```python") and (chunk.line_start, chunk.line_end) == (
+        1,
+        303,
+    )
+    # a paragraph of its own still ends a chunk once it is long enough to stand alone
+    long_para = _para(200)
+    chunks = chunk_segments(
+        [Segment(long_para, ("Page",), 1, 1), Segment(code, ("Page",), 2, 303, kind="code")],
+        target=400,
+        max_tokens=560,
+    )
+    assert [c.text.startswith("```") for c in chunks] == [False, True]
+
+
 def test_chunks_never_cross_headings_or_pages() -> None:
     segs = [
         Segment(_para(120, "a"), ("One",), 1, 1, page=1),

@@ -513,7 +513,9 @@ def test_site_session_add_search_fetch_remove(tmp_path: Path) -> None:
 
     async def main(base: str) -> None:
         async with Client(build_server(site_app, max_chars=1500)) as client:
-            added = await call(client, "add_doc_source", name="widgets", llms_txt_url=f"{base}/llms.txt")
+            added = await call(
+                client, "add_doc_source", name="widgets", llms_txt_url=f"{base}/llms.txt", fetch_pages=0
+            )
             assert added["name"] == "widgets" and added["docs"] == 2
             listed = await call(client, "list_doc_sources")
             assert [s["name"] for s in listed["sources"]] == ["widgets"]

@@ -274,6 +274,25 @@ def test_markdown_unclosed_fence_runs_to_end(tmp_path: Path) -> None:
     assert doc.segments[-1].kind == "code"
 
 
+def test_markdown_code_comments_a_scraped_page_left_unfenced_are_not_headings(tmp_path: Path) -> None:
+    # as on docs.claude.com pages scraped to markdown: the code lost its fence, its comments look like headings
+    page = (
+        "# Embeddings\n\n## Voyage embedding example\n\nEmbed the documents and the query.\n"
+        "import voyageai\nvo = voyageai.Client()\n# Embed the documents\ndoc_embds = vo.embed(documents)\n"
+        "# Compute the similarity\n# Voyage embeddings are normalized to length 1\n\n"
+        "## FAQ\n\nWhy are Voyage embeddings superior?\n\n# Second title\n\nA page of two titles.\n"
+    )
+    path = tmp_path / "embeddings.md"
+    path.write_text(page, encoding="utf-8")
+    headings = {s.headings for s in parse_file(path).segments}
+    assert headings == {
+        ("Embeddings",),
+        ("Embeddings", "Voyage embedding example"),
+        ("Embeddings", "FAQ"),
+        ("Second title",),
+    }
+
+
 RST = """\
 =========
 Doc Title

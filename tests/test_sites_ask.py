@@ -209,7 +209,7 @@ def test_add_site_then_ask_over_http_cites_the_right_page_with_no_manual_fetch(
     """The whole path with real processes: `citedocs add-site`, `citedocs search`, `citedocs serve`, /ask."""
     site, llms_txt, _ = claude_site
     env = cli_env(tmp_path)
-    added = subprocess.run([sys.executable, "-m", "citedocs", "add-site", "claude", llms_txt], env=env,
+    added = subprocess.run([sys.executable, "-m", "citedocs", "add-site", "claude", llms_txt, "--fetch", "none"], env=env,
                            capture_output=True, text=True, timeout=60)  # fmt: skip
     assert added.returncode == 0, added.stderr
     found = subprocess.run([sys.executable, "-m", "citedocs", "search", "ticket routing"], env=env,

@@ -161,3 +161,102 @@ def test_crawl_delay_reads_decimals_and_prefers_citedocs_own_group() -> None:
     assert crawl_delay("User-agent: googlebot\nCrawl-delay: 9\n") == 0.0
     assert crawl_delay("User-agent: *\nCrawl-delay: soon\n") == 0.0
     assert crawl_delay("User-agent: a\nUser-agent: *\nDisallow: /x\nCrawl-delay: 3\n") == 3.0
+
+
+def _small_site(site: DocsSite, pages: int) -> str:
+    """An llms.txt of `pages` pages whose titles say nothing of what the pages hold."""
+    links = []
+    for i in range(pages):
+        site.write(
+            f"docs/p{i}.md", f"# Page {i}\n\nThe flux capacitor number {i} needs 1.21 gigawatts of zorblax.\n"
+        )
+        links.append(f"- [Page {i}]({site.url}/docs/p{i}.md): notes")
+    return site.write("llms.txt", "# Tiny\n\n> A small site.\n\n## Docs\n\n" + "\n".join(links) + "\n")
+
+
+def test_a_small_site_is_fetched_whole_after_add_politely_and_then_ranked_by_content(tmp_path: Path) -> None:
+    from citedocs.sites.prefetch import AUTO_FETCH_INTERVAL_S
+
+    with serve_docs(tmp_path / "www") as site:
+        llms_txt = _small_site(site, 5)
+        site.write("robots.txt", "User-agent: *\nDisallow: /docs/p4.md\n")
+        app = Citedocs(_settings(tmp_path, site_fetch_concurrency=8))
+        try:
+            app.sites.add("tiny", llms_txt)
+            before = app.search("zorblax gigawatts", k=5, mode="keyword").hits
+            assert all(h.kind == "link" for h in before)  # titles only: nothing says zorblax
+            site.clear()
+            started = time.monotonic()
+            thread, note = app.auto_prefetch("tiny")
+            assert thread is not None and "background" in note
+            thread.join(30)
+            elapsed = time.monotonic() - started
+            fetched = [r.path for r in site.requests if r.path.startswith("/docs/")]
+            assert sorted(fetched) == [f"/docs/p{i}.md" for i in range(4)]  # robots.txt refused p4
+            assert elapsed >= AUTO_FETCH_INTERVAL_S * 3  # one request at a time, spaced despite concurrency 8
+            hits = app.search("zorblax gigawatts number 3", k=5, mode="keyword").hits
+            assert hits[0].kind != "link" and hits[0].path.endswith("/docs/p3.md")
+            # a second run fetches nothing: what is stored stays, and robots.txt still refuses p4
+            site.clear()
+            again = app.sites.prefetch("tiny")
+            assert (again.total, again.skipped, again.done) == (1, 1, 0)
+            assert [r.path for r in site.requests] == ["/robots.txt"]
+        finally:
+            app.close()
+
+
+def test_a_large_site_is_not_fetched_after_add_and_says_what_is_not_fetched(tmp_path: Path) -> None:
+    from citedocs.sites.prefetch import SMALL_SITE_PAGES
+
+    with serve_docs(tmp_path / "www") as site:
+        llms_txt = _small_site(site, SMALL_SITE_PAGES + 1)
+        app = Citedocs(_settings(tmp_path))
+        try:
+            app.sites.add("big", llms_txt)
+            site.clear()
+            thread, note = app.auto_prefetch("big")
+            assert thread is None and not site.requests
+            assert (
+                f"{SMALL_SITE_PAGES + 1} of {SMALL_SITE_PAGES + 1} pages of big are not fetched yet" in note
+            )
+            assert "refresh big --fetch all" in note
+        finally:
+            app.close()
+
+
+def test_cli_add_site_fetches_a_small_site_and_none_leaves_it(tmp_path: Path) -> None:
+    with serve_docs(tmp_path / "www") as site:
+        llms_txt = _small_site(site, 3)
+        env = cli_env(tmp_path)
+        added = subprocess.run([sys.executable, "-m", "citedocs", "add-site", "tiny", llms_txt], env=env,
+                               capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert added.returncode == 0, added.stderr
+        assert "fetched 3 of 3 pages" in added.stdout
+        other = subprocess.run([sys.executable, "-m", "citedocs", "add-site", "tiny2", f"{site.url}/llms.txt?x",
+                                "--fetch", "none"], env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert other.returncode == 0, other.stderr
+        assert "3 of 3 pages of tiny2 are not fetched yet" in other.stdout
+
+
+def test_mcp_add_doc_source_fetches_a_small_site_in_the_background_unasked(tmp_path: Path) -> None:
+    with serve_docs(tmp_path / "www") as site:
+        llms_txt = _small_site(site, 3)
+        app = Citedocs(_settings(tmp_path))
+
+        async def main() -> None:
+            async with Client(build_server(app)) as client:
+                result = await client.call_tool("add_doc_source", {"name": "tiny", "llms_txt_url": llms_txt})
+                assert not result.is_error and "background" in result.structured_content["prefetch"]
+                for _ in range(400):
+                    status = (await client.call_tool("index_status", {})).structured_content
+                    jobs = [j for j in status["indexing"]["jobs"] if j["kind"] == "fetch"]
+                    if jobs and jobs[0]["state"] == "done":
+                        break
+                    await anyio.sleep(0.05)
+                assert jobs and jobs[0]["done"] == 3, jobs
+
+        try:
+            anyio.run(main)
+            assert app.sites.list()[0].pages_fetched == 3
+        finally:
+            app.close()

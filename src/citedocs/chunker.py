@@ -80,7 +80,7 @@ def chunk_segments(
     sections = _merge_small_sections(_sections(segments), min_tokens)
     chunks: list[ChunkDraft] = []
     for headings, page, units in sections:
-        chunks.extend(_pack(units, headings, page, target, overlap, max_tokens))
+        chunks.extend(_pack(units, headings, page, target, overlap, max_tokens, min_tokens))
     return chunks
 
 
@@ -212,24 +212,32 @@ def _pack(
     target: int,
     overlap: int,
     max_tokens: int,
+    min_tokens: int = 0,
 ) -> list[ChunkDraft]:
+    """Units packed into chunks of about `target` tokens. What is new in a chunk is never less than
+    `min_tokens` when the next unit can still join it (a heading line is not a chunk of its own: it joins the
+    code block or paragraph under it, even one over `max_tokens` that is whole code)."""
     flat = [piece for unit in units for piece in _split_unit(unit, max_tokens)]
     chunks: list[ChunkDraft] = []
     current: list[_Unit] = []
     size = 0
+    new = 0  # tokens in `current` beyond the overlap carried from the last chunk
     fresh = False  # whether `current` holds anything beyond the overlap carried from the last chunk
     for unit in flat:
         cost = unit.tokens + _header_cost(current, unit)
-        if fresh and size + cost > target:
+        too_small = new < min_tokens and (unit.atomic or size + cost <= max_tokens)
+        if fresh and size + cost > target and not too_small:
             chunks.append(_draft(current, headings, page))
             current = _tail(current, overlap)
             size = sum(u.tokens for u in current)
             if size + unit.tokens > max_tokens:
                 current, size = [], 0
             fresh = False
+            new = 0
             cost = unit.tokens + _header_cost(current, unit)
         current.append(unit)
         size += cost
+        new += cost
         fresh = True
     if fresh:
         chunks.append(_draft(current, headings, page))

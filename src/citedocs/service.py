@@ -380,19 +380,38 @@ class Citedocs:
         return chunks
 
     def prefetch_site(
-        self, name: str, limit: int | None = None, *, progress: Callable[[Any], None] | None = None
+        self,
+        name: str,
+        limit: int | None = None,
+        *,
+        progress: Callable[[Any], None] | None = None,
+        min_interval_s: float = 0.0,
     ) -> Any:
         """Fetch a site's pages ahead of questions (all, or the first `limit` not stored yet); stops with
         the process and resumes next time. Returns a PrefetchProgress."""
-        return self.sites.prefetch(name, limit, progress=progress, should_stop=self.jobs.closing.is_set)
+        return self.sites.prefetch(name, limit, progress=progress, should_stop=self.jobs.closing.is_set,
+                                   min_interval_s=min_interval_s)  # fmt: skip
 
-    def prefetch_in_background(self, name: str, limit: int | None = None) -> threading.Thread:
+    def auto_prefetch(self, name: str) -> tuple[threading.Thread | None, str]:
+        """After a site is added: a small one (sites.prefetch.SMALL_SITE_PAGES listed pages or fewer) is
+        fetched whole in the background, politely; a large one is not. Returns the thread and what to tell."""
+        from citedocs.sites.prefetch import AUTO_FETCH_INTERVAL_S, SMALL_SITE_PAGES, not_fetched_note
+
+        info = next(i for i in self.sites.list() if i.name == name)
+        if info.docs > SMALL_SITE_PAGES:
+            return None, not_fetched_note(name, info.docs, info.pages_fetched)
+        thread = self.prefetch_in_background(name, None, min_interval_s=AUTO_FETCH_INTERVAL_S)
+        return thread, f"fetching its {info.docs} pages in the background (index_status shows progress)"
+
+    def prefetch_in_background(
+        self, name: str, limit: int | None = None, *, min_interval_s: float = 0.0
+    ) -> threading.Thread:
         """`prefetch_site` in a daemon thread (servers), then embedding of the new pages; `status()` shows it."""
         self.sites.site(name)  # an unknown name fails here, in the caller's thread
 
         def work() -> None:
             try:
-                self.prefetch_site(name, limit)
+                self.prefetch_site(name, limit, min_interval_s=min_interval_s)
                 self.jobs.embed_soon()
             except Exception as exc:
                 _log.warning("prefetching site %s stopped: %s", name, exc)

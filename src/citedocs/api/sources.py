@@ -32,7 +32,7 @@ SOURCE_HINTS = {
     "/sources": 'Send JSON like {"path": "/home/me/docs"} (a folder\'s full path; optional include and '
     "exclude lists of globs).",
     "/sites": 'Send JSON like {"name": "hono", "url": "https://hono.dev/llms.txt", "fetch_pages": 0} '
-    "(fetch_pages: prefetch N pages in the background, -1 all).",
+    "(fetch_pages: prefetch N pages in the background, -1 all; left out: all of a site of 200 pages or fewer).",
     "/sources/remove": 'Send JSON like {"name": "/home/me/docs"} (a folder path or site name, as listed).',
     "/sources/reindex": 'Send JSON like {"name": "/home/me/docs", "force": false}, or {} for every folder.',
 }
@@ -96,7 +96,11 @@ class AddFolder(_Body):
 class AddSite(_Body):
     name: str = Field(min_length=1, max_length=64)
     url: str = Field(min_length=1, max_length=2048)
-    fetch_pages: int = Field(default=0, ge=-1, description="Prefetch N pages in the background, -1 all.")
+    fetch_pages: int | None = Field(
+        default=None,
+        ge=-1,
+        description="Prefetch N pages in the background, -1 all; none: a small site whole.",
+    )
 
     _clean = field_validator("name", "url")(_Body._plain)
 
@@ -181,6 +185,11 @@ async def add_folder(body: AddFolder, library: Writable, jobs: Jobs) -> dict[str
 @router.post("/sites", status_code=201)
 async def add_site(body: AddSite, library: Writable, jobs: Jobs) -> dict[str, Any]:
     info = await anyio.to_thread.run_sync(lambda: library.sites.add(body.name, body.url))
+    if body.fetch_pages is None:
+        thread, note = await anyio.to_thread.run_sync(lambda: library.auto_prefetch(info.name))
+        if thread is not None:
+            jobs.add(thread)
+        return {"source": info.to_dict(), "prefetch": thread is not None, "note": note}
     if body.fetch_pages:
         limit = None if body.fetch_pages < 0 else body.fetch_pages
         jobs.add(library.prefetch_in_background(info.name, limit))

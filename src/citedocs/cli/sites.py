@@ -46,24 +46,29 @@ FetchOption = Annotated[
     str | None,
     typer.Option(
         "--fetch",
-        help="Also fetch the listed pages now: 'all' or a number N (the first N not fetched yet). "
-        "Stopping is safe: the same command resumes. Without it, pages are fetched when a question needs them.",
+        help="Also fetch the listed pages now: 'all', a number N (the first N not fetched yet) or 'none'. "
+        "Stopping is safe: the same command resumes. Without it, add-site fetches a site of 200 pages or fewer "
+        "whole (politely, one page at a time) and leaves a larger one's pages until a question needs them.",
     ),
 ]
 
 
 def _fetch_limit(value: str | None) -> int | bool | None:
-    """--fetch: False (not asked), None (all) or a count."""
-    if value is None:
+    """--fetch: False (not asked, or 'none'), None (all) or a count."""
+    if value is None or value.strip().lower() == "none":
         return False
     if value.strip().lower() == "all":
         return None
     if value.strip().isdigit():
         return int(value)
-    raise typer.BadParameter(f"expected 'all' or a number of pages, got {value!r}", param_hint="--fetch")
+    raise typer.BadParameter(
+        f"expected 'all' or a number of pages (or 'none'), got {value!r}", param_hint="--fetch"
+    )
 
 
-def _prefetch(app_: Citedocs, name: str, limit: int | None, as_json: bool) -> dict[str, Any]:
+def _prefetch(
+    app_: Citedocs, name: str, limit: int | None, as_json: bool, min_interval_s: float = 0.0
+) -> dict[str, Any]:
     """Fetch pages with a progress bar (on stderr), then embed them; returns the run's counts."""
     with Progress(TextColumn("fetching pages of " + escape(name)), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), console=console,
@@ -74,7 +79,7 @@ def _prefetch(app_: Citedocs, name: str, limit: int | None, as_json: bool) -> di
             bar.update(task, total=state.total, completed=state.done + state.failed, failed=state.failed)
 
         try:
-            state = run(lambda: app_.prefetch_site(name, limit, progress=show))
+            state = run(lambda: app_.prefetch_site(name, limit, progress=show, min_interval_s=min_interval_s))
         except KeyboardInterrupt:
             console.print(f"stopped; run `citedocs refresh {name} --fetch all` to go on from here.")
             raise typer.Exit(130) from None
@@ -105,17 +110,19 @@ def add_site(
     as_json: JsonOption = False,
 ) -> None:
     """Register a documentation site by its llms.txt; its pages are searchable by title at once."""
+    from citedocs.sites.prefetch import AUTO_FETCH_INTERVAL_S, SMALL_SITE_PAGES, not_fetched_note
+
     limit = _fetch_limit(fetch)
+    interval = 0.0
     with service(db) as app_:
         info = run(lambda: app_.sites.add(name, url))
+        if fetch is None and info.docs <= SMALL_SITE_PAGES:
+            limit, interval = None, AUTO_FETCH_INTERVAL_S  # a small site: fetched whole, politely
         if not as_json:
             _print_info("added", info)
             if limit is False:
-                out.print(
-                    "  Its pages are searchable by title now and fetched when a question needs them; "
-                    f"`citedocs refresh {info.name} --fetch all` fetches them all ahead."
-                )
-        fetched = None if limit is False else _prefetch(app_, info.name, limit, as_json)
+                out.print("  " + not_fetched_note(info.name, info.docs, info.pages_fetched))
+        fetched = None if limit is False else _prefetch(app_, info.name, limit, as_json, interval)
         if as_json:
             print_json({**info.to_dict(), **({"fetch": fetched} if fetched is not None else {})})
 

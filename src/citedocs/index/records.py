@@ -8,6 +8,7 @@ from pathlib import Path
 from citedocs.chunker import ChunkDraft
 from citedocs.store import ChunkRecord
 from citedocs.text.analyzer import index_text
+from citedocs.text.cjk import is_japanese
 
 __all__ = ["chunk_id_for", "chunk_records", "embedding_input"]
 
@@ -28,7 +29,10 @@ def embedding_input(heading: str, text: str) -> str:
 
 def chunk_records(rel_path: str, title: str | None, drafts: list[ChunkDraft]) -> list[ChunkRecord]:
     seen: dict[str, int] = {}
-    name_terms = index_text(Path(rel_path).stem.replace("__", " ") + " " + (title or ""))
+    # One language per document: a heading or paragraph of kanji only in a Japanese document is cut into
+    # Japanese words like the rest of it, not into the bigrams of Chinese.
+    japanese = is_japanese(title or "") or any(is_japanese(d.text) or is_japanese(d.heading) for d in drafts)
+    name_terms = index_text(Path(rel_path).stem.replace("__", " ") + " " + (title or ""), japanese)
     records = []
     for ord_, draft in enumerate(drafts):
         records.append(
@@ -43,8 +47,8 @@ def chunk_records(rel_path: str, title: str | None, drafts: list[ChunkDraft]) ->
                 text=draft.text,
                 sha256=hashlib.sha256(embedding_input(draft.heading, draft.text).encode()).hexdigest(),
                 tokens=draft.tokens,
-                heading_terms=f"{name_terms} {index_text(draft.heading)}",
-                body_terms=index_text(draft.text),
+                heading_terms=f"{name_terms} {index_text(draft.heading, japanese)}",
+                body_terms=index_text(draft.text, japanese),
             )
         )
     return records

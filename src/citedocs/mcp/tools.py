@@ -249,7 +249,7 @@ class _FolderTools:
 
 _FETCH_PAGES = (
     "Also fetch pages ahead of questions, in the background: the first N not fetched yet, -1 for all, "
-    "0 (default) for none."
+    "0 for none; left out: all of a small site (200 pages or fewer), none of a larger one."
 )
 
 
@@ -319,11 +319,15 @@ class _SiteTools:
         self,
         name: Annotated[str, Field(description="A short name for the site, e.g. 'langgraph'.")],
         llms_txt_url: Annotated[str, Field(description="The site's llms.txt URL (http or https).")],
-        fetch_pages: Annotated[int, Field(ge=-1, description=_FETCH_PAGES)] = 0,
+        fetch_pages: Annotated[int | None, Field(ge=-1, description=_FETCH_PAGES)] = None,
     ) -> dict[str, Any]:
         """Register a documentation site by its llms.txt and index its page list (searchable by title at
-        once; pages are fetched when a question needs them). It is kept for later runs."""
+        once; a small site's pages are fetched in the background, a large one's when a question needs them).
+        It is kept for later runs."""
         info: dict[str, Any] = self.sites.add(name, llms_txt_url).to_dict()
+        if fetch_pages is None:
+            _, note = self.app.auto_prefetch(name)
+            return {**info, "prefetch": note}
         return {**info, **self._prefetch(name, fetch_pages)}
 
     def _prefetch(self, name: str, pages: int) -> dict[str, Any]:

@@ -66,6 +66,21 @@ def _setext_level(lines: list[str], i: int, body_start: int) -> int | None:
     return 1 if match.group(1)[0] == "=" else 2
 
 
+def _is_code_comment(lines: list[str], i: int, level: int, seen_heading: bool) -> bool:
+    """A `# ...` line that is a shell or Python comment in code a scraped page left unfenced, not a heading.
+
+    Only after the page's first heading, only at level 1, and only when it is glued to the code around it: a
+    line that is not blank right after it, or a comment line right before it. Headings in real pages stand
+    apart; read as headings, such comments cut a page into sections of a line or two, named after a comment.
+    """
+    if level != 1 or not seen_heading:
+        return False
+    after = lines[i + 1].strip() if i + 1 < len(lines) else ""
+    before = lines[i - 1].strip() if i > 0 else ""
+    glued_after = bool(after) and _SETEXT.match(lines[i + 1]) is None
+    return glued_after or (before.startswith("#") and _ATX.match(before) is not None)
+
+
 def _table_end(lines: list[str], i: int) -> int | None:
     """End (exclusive) of a pipe table starting at lines[i], if a header row and rule start there."""
     if not _TABLE_ROW.match(lines[i]) or i + 1 >= len(lines) or not _TABLE_RULE.match(lines[i + 1]):
@@ -107,6 +122,8 @@ def markdown_segments(lines: list[str], body_start: int = 0) -> list[Segment]:
             continue
         atx = _ATX.match(line)
         level = len(atx.group(1)) if atx else _setext_level(lines, i, body_start)
+        if atx and level is not None and _is_code_comment(lines, i, level, bool(stack)):
+            level = None
         if level is not None:
             title = _heading_text(atx.group(2) or "") if atx else _heading_text(line)
             emit(start, i)

@@ -22,9 +22,35 @@ from citedocs.errors import CitedocsError
 from citedocs.sources.fetch import GuardedFetcher
 from citedocs.sources.llmstxt import DocLink
 
-__all__ = ["PrefetchProgress", "Robots", "crawl_delay", "pages_to_fetch", "prefetch", "read_robots"]
+__all__ = [
+    "AUTO_FETCH_INTERVAL_S",
+    "SMALL_SITE_PAGES",
+    "PrefetchProgress",
+    "Robots",
+    "crawl_delay",
+    "not_fetched_note",
+    "pages_to_fetch",
+    "prefetch",
+    "read_robots",
+]
 
 ROBOTS_AGENT = "citedocs"
+# A site whose llms.txt lists at most this many pages is fetched whole in the background once added, so its
+# pages are ranked by their content rather than by title and description (issue 47); a larger one is fetched
+# page by page as searches and questions need them.
+SMALL_SITE_PAGES = 200
+# Seconds between the starts of two requests of that automatic fetch (one at a time), unless robots.txt's
+# Crawl-delay asks for more: 200 pages take under two minutes.
+AUTO_FETCH_INTERVAL_S = 0.5
+
+
+def not_fetched_note(name: str, listed: int, fetched: int) -> str:
+    """What a user reads after adding a site that is not fetched whole."""
+    left = max(0, listed - fetched)
+    return (
+        f"{left} of {listed} pages of {name} are not fetched yet: they are ranked by title and description "
+        f"until a search or question fetches them. `citedocs refresh {name} --fetch all` fetches them all."
+    )
 
 
 @dataclass(slots=True)

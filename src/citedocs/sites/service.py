@@ -222,14 +222,16 @@ class SiteService:
         *,
         progress: Callable[[PrefetchProgress], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
+        min_interval_s: float = 0.0,
     ) -> PrefetchProgress:
-        """Fetch up to `limit` (None: all) of the site's listed pages not stored yet, as a job `status` shows.
+        """Fetch up to `limit` (None: all) of the site's listed pages not stored yet, as a job `status` shows;
+        requests start at least `min_interval_s` apart (one at a time) when that is above 0.
 
         Resumable by construction: what is left is read from the store, so a stopped run continues next time."""
         source = self._site(name)
         todo = pages_to_fetch(self.tables.links(source.id), set(self.tables.page_urls(source.id)), limit)
         robots = read_robots(self.fetcher, source.uri) if todo else Robots(None, 0.0)
-        delay = robots.crawl_delay
+        delay = max(robots.crawl_delay, min_interval_s)
         job = self.store.start_job(source.id, "fetch", len(todo))
 
         def report(state: PrefetchProgress) -> None:

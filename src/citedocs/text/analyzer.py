@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 import Stemmer
 
-from citedocs.text.cjk import CJK_RUN, cjk_tokens, is_japanese, normalize
+from citedocs.text.cjk import CJK_RUN, cjk_tokens, is_japanese, normalize, query_cjk_tokens
 
 __all__ = [
     "BASE_STOPWORDS",
@@ -119,10 +119,15 @@ def _analyse_token(raw: str) -> tuple[str, ...]:
 _Token = tuple[str, bool, bool]
 
 
-def _tokens(text: str) -> Iterator[_Token]:
-    """(raw token or CJK word, is CJK, is content) in reading order; CJK runs are cut by `cjk`."""
+def _tokens(text: str, japanese: bool | None = None, *, query: bool = False) -> Iterator[_Token]:
+    """(raw token or CJK word, is CJK, is content) in reading order; CJK runs are cut by `cjk`.
+
+    `japanese`: the language of the document the text belongs to (None: the text holds kana); a `query`
+    without kana is asked in both CJK forms (`cjk.query_cjk_tokens`)."""
     text = normalize(text)
-    japanese = is_japanese(text)
+    if japanese is None:
+        japanese = is_japanese(text)
+    cut = query_cjk_tokens if query else cjk_tokens
     for raw in RAW_TOKEN.findall(text):
         if raw.isascii() or CJK_RUN.search(raw) is None:
             yield raw, False, True
@@ -131,17 +136,18 @@ def _tokens(text: str) -> Iterator[_Token]:
         for match in CJK_RUN.finditer(raw):
             for sub in RAW_TOKEN.findall(raw[pos : match.start()]):
                 yield sub, False, True
-            for word, level in cjk_tokens(match.group(), japanese):
+            for word, level in cut(match.group(), japanese):
                 yield word, True, level > 0
             pos = match.end()
         for sub in RAW_TOKEN.findall(raw[pos:]):
             yield sub, False, True
 
 
-def terms(text: str) -> list[str]:
-    """Index terms of a text, in order, with repeats (BM25 needs term frequencies)."""
+def terms(text: str, japanese: bool | None = None) -> list[str]:
+    """Index terms of a text, in order, with repeats (BM25 needs term frequencies); `japanese`: the text is
+    part of a Japanese document (None: decide by the text itself: it holds kana)."""
     out: list[str] = []
-    for raw, cjk, _ in _tokens(text):
+    for raw, cjk, _ in _tokens(text, japanese):
         if cjk:
             out.append(raw)
         else:
@@ -149,8 +155,8 @@ def terms(text: str) -> list[str]:
     return out
 
 
-def index_text(text: str) -> str:
-    return " ".join(terms(text))
+def index_text(text: str, japanese: bool | None = None) -> str:
+    return " ".join(terms(text, japanese))
 
 
 def _is_stopword(raw: str, cjk: bool, content: bool) -> bool:
@@ -161,7 +167,7 @@ def query_groups(query: str) -> list[tuple[str, ...]]:
     """Per query token, its analysed terms; a compound identifier's whole form comes last (a CJK word is a
     group of its own)."""
     groups: dict[tuple[str, ...], None] = {}
-    for raw, cjk, content in _tokens(query):
+    for raw, cjk, content in _tokens(query, query=True):
         analysed = (raw,) if cjk else _analyse_token(raw)
         if analysed and not _is_stopword(raw, cjk, content):
             groups.setdefault(analysed, None)
@@ -172,7 +178,7 @@ def query_terms(query: str) -> list[str]:
     """Distinct query terms, stopwords (and CJK particles) dropped unless nothing else is left."""
     seen: dict[str, None] = {}
     kept: dict[str, None] = {}
-    for raw, cjk, content in _tokens(query):
+    for raw, cjk, content in _tokens(query, query=True):
         stop = _is_stopword(raw, cjk, content)
         for term in (raw,) if cjk else _analyse_token(raw):
             seen.setdefault(term, None)

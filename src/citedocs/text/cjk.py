@@ -26,6 +26,7 @@ __all__ = [
     "has_cjk",
     "is_japanese",
     "normalize",
+    "query_cjk_tokens",
 ]
 
 # Hiragana, katakana (with its phonetic extensions and the prolonged-sound mark), CJK ideographs (with
@@ -37,6 +38,7 @@ _CJK_CLASS = (
 CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 _KANA = re.compile("[\u3041-\u3096\u30a1-\u30fa]")
 _HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3005-\u3007]")
 # Parts of speech that are grammar, not content: particles, auxiliary verbs, suffixes (dropped from queries).
 _FUNCTION_POS = frozenset({"助詞", "助動詞", "接尾辞"})
 # Those that state a fact: nouns (names, numbers, terms) and adjectives. Verbs and adverbs are how a question
@@ -80,7 +82,7 @@ def _japanese_segmenter() -> str:
 
 def analyzer_id() -> str:
     """Names the analysis an index was built with; a different one means the index must be rebuilt."""
-    return f"2:{_japanese_segmenter()}"
+    return f"3:{_japanese_segmenter()}"
 
 
 def has_cjk(text: str) -> bool:
@@ -137,6 +139,24 @@ def cjk_tokens(run: str, japanese: bool) -> tuple[tuple[str, int], ...]:
 def cjk_words(run: str, japanese: bool) -> list[str]:
     """Index words of one CJK run, in order, with repeats; `japanese`: the text around it holds kana."""
     return [w for w, _ in _words(run, japanese)]
+
+
+def query_cjk_tokens(run: str, japanese: bool) -> tuple[tuple[str, int], ...]:
+    """(word, level) of one CJK run of a query: as `cjk_tokens`; for a run without kana around it that holds
+    ideographs, its bigrams and the Japanese nouns and adjectives among them that are not one of those bigrams.
+
+    Such a query (`重要度`) may be Japanese, whose documents hold SudachiPy's words, or Chinese, whose documents
+    hold bigrams: asked both ways it finds the word in either index (a form the index lacks scores nothing).
+    A one-character word inside a longer run is left out: the bigrams hold that character already, and in
+    Chinese text SudachiPy falls back to single characters.
+    """
+    if japanese or _HAN.search(run) is None or _japanese_segmenter() != "sudachi":
+        return _words(run, japanese)
+    both = dict(_bigrams(run))
+    for word, level in _words(run, True):
+        if level == 2 and (len(word) > 1 or len(run) == 1):
+            both.setdefault(word, level)
+    return tuple(both.items())
 
 
 def content_cjk_words(run: str, japanese: bool, *, facts: bool = False) -> list[str]:

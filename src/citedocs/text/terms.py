@@ -217,4 +217,11 @@ def _present(term: str, needed: Terms, present: Terms) -> bool:
         return term in present.numbers
     if term in needed.identifiers:
         return term in present.identifiers
-    return term in present.words
+    return term in present.words or _inside_cjk_word(term, present.words)
+
+
+def _inside_cjk_word(term: str, words: frozenset[str]) -> bool:
+    """A CJK word of two or more characters inside a longer word of the passage: Japanese writes compounds
+    and abbreviations as one word (`メンテ` in `メンテナンス`, `生成` in `自動生成`), and a question of kanji only is
+    cut into bigrams (`重要`, `要度` in `重要度`)."""
+    return len(term) > 1 and has_cjk(term) and any(len(w) > len(term) and term in w for w in words)
