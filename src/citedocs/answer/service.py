@@ -23,11 +23,23 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from citedocs.answer.citations import check_citations, is_refusal, repair_answer, withheld_reason
+from citedocs.answer.conversation import (
+    REWRITE_MAX_TOKENS,
+    FollowUpQuery,
+    Turn,
+    carry_terms,
+    compact_history,
+    fuse_rankings,
+    is_asking_back,
+    parse_history,
+    parse_rewrite,
+    rewrite_messages,
+)
 from citedocs.answer.evidence import EvidenceWindow, best_sentences, score_sentences, select_evidence
 from citedocs.answer.gate import GateDecision, relevance_decision
 from citedocs.answer.pages import PageFetcher, links_to_fetch
 from citedocs.answer.passages import passages
-from citedocs.answer.prompt import build_messages, question_language, refusal_sentence
+from citedocs.answer.prompt import build_messages, new_fence, question_language, refusal_sentence
 from citedocs.answer.repetition import RepetitionGuard
 from citedocs.answer.retriever import Retriever
 from citedocs.answer.stats import AnswerRecord, RollingStats
@@ -60,6 +72,8 @@ EVIDENCE_NOTE = (
 )
 # Sentences in the `evidence` event.
 HIGHLIGHTS = 3
+# The model's rewrite of a follow-up must come back within this, else the deterministic one is searched.
+REWRITE_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +132,13 @@ class PreparedAnswer:
     highlights: list[EvidenceWindow] = field(default_factory=list)
     evidence_ms: float = 0.0
     messages: list[dict[str, str]] | None = None
+    # The earlier turns of a follow-up (answer/conversation.py) and what retrieval searched for it.
+    history: tuple[Turn, ...] = ()
+    query: FollowUpQuery | None = None
+
+    @property
+    def searched(self) -> FollowUpQuery:
+        return self.query or FollowUpQuery(self.question)
 
     @property
     def sources(self) -> list[dict[str, Any]]:
@@ -148,17 +169,26 @@ class AnswerService:
         return self.settings.relevance_threshold
 
     async def prepare(
-        self, question: str, *, k: int | None = None, mode: str | None = None, source: str | None = None
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        mode: str | None = None,
+        source: str | None = None,
+        history: Sequence[Turn | Mapping[str, Any]] | None = None,
     ) -> PreparedAnswer:
         """Validate, retrieve and gate. Raises InputError/NotFoundError for a bad request, CitedocsError
-        (or anything else) when retrieval fails; the failure is counted and traced."""
+        (or anything else) when retrieval fails; the failure is counted and traced. With `history` (earlier
+        turns, answer/conversation.py) retrieval also searches a standalone rewrite of the question."""
         question = validate_question(question)
+        turns = parse_history(history)
         started = time.perf_counter()
         k = k or self.settings.top_k
-        trace = self.tracer.answer({"question.chars": len(question)})
+        trace = self.tracer.answer({"question.chars": len(question), "history.turns": len(turns)})
         trace.start("retrieval", {"k": k})
         try:
-            result = await self._search(question, k, mode, source)
+            query = await self._follow_up(question, turns)
+            result = await self._search(query, k, mode, source)
         except BaseException as exc:
             trace.finish(error=type(exc).__name__)
             if not isinstance(exc, InputError | NotFoundError) and isinstance(exc, Exception):
@@ -173,10 +203,10 @@ class AnswerService:
         if fetch:
             gate = GateDecision(True, f"{len(fetch)} site pages are fetched before the relevance check.", 0.0)
         else:
-            gate = relevance_decision(question, hits, self.relevance_threshold)
+            gate = self._gate(query, hits)
         trace.end("retrieval", {"hits": len(hits), "gate.best": round(gate.best, 3), "fetch": len(fetch)})
         prepared = PreparedAnswer(question, hits, gate, trace, started, retrieval_ms, result.mode, result.note,
-                                  fetch=fetch, k=k, source=source)  # fmt: skip
+                                  fetch=fetch, k=k, source=source, history=turns, query=query)  # fmt: skip
         if not fetch:
             self._choose_evidence(prepared)
         return prepared
@@ -186,20 +216,66 @@ class AnswerService:
         if not prepared.gate.allowed:
             return
         chosen = time.perf_counter()
-        scored = score_sentences(prepared.question, prepared.hits)
+        asked = prepared.searched.context  # a follow-up's sentences match it with its context
+        scored = score_sentences(asked, prepared.hits)
         if self.settings.evidence_tokens > 0:
-            prepared.evidence = select_evidence(prepared.question, prepared.hits, self.settings.evidence_tokens,
+            prepared.evidence = select_evidence(asked, prepared.hits, self.settings.evidence_tokens,
                                                 scored=scored, whole=self.settings.evidence_whole)  # fmt: skip
-        prepared.highlights = best_sentences(prepared.question, prepared.hits, HIGHLIGHTS, scored=scored)
+        prepared.highlights = best_sentences(asked, prepared.hits, HIGHLIGHTS, scored=scored)
         prepared.evidence_ms = _ms(time.perf_counter() - chosen)
 
     def _passages(self, hits: Sequence[Hit], k: int) -> list[Hit]:
         """What the model reads of a retrieval, before and after fetching pages alike (answer/passages.py)."""
         return passages(hits, k, overlap=self.settings.passage_overlap)
 
-    async def _search(self, question: str, k: int, mode: str | None, source: str | None) -> SearchResult:
-        """Twice the passages asked for: unfetched pages (links) among them are not passages to cite."""
-        return await self.retriever.search(question, k=min(MAX_K, 2 * k), mode=mode, source=source)
+    async def _search(
+        self, query: FollowUpQuery, k: int, mode: str | None, source: str | None
+    ) -> SearchResult:
+        """Twice the passages asked for: unfetched pages (links) among them are not passages to cite. A
+        follow-up searches the literal question and its rewrite, fused."""
+        results = [await self.retriever.search(text, k=min(MAX_K, 2 * k), mode=mode, source=source)
+                   for text in query.searched]  # fmt: skip
+        if len(results) == 1:
+            return results[0]
+        hits = fuse_rankings([r.hits for r in results])
+        notes = "; ".join(dict.fromkeys(r.note for r in results if r.note)) or None
+        return SearchResult(query.question, results[0].mode, hits, notes)
+
+    def _gate(self, query: FollowUpQuery, hits: Sequence[Hit]) -> GateDecision:
+        """The relevance gate on the question, and for a follow-up on the question with its context."""
+        gate = relevance_decision(query.question, hits, self.relevance_threshold)
+        if gate.allowed or not query.rewrite:
+            return gate
+        with_context = relevance_decision(query.rewrite, hits, self.relevance_threshold)
+        if not with_context.allowed:
+            return gate
+        return GateDecision(True, f"With the conversation: {with_context.reason}", with_context.best,
+                            with_context.best_n)  # fmt: skip
+
+    async def _follow_up(self, question: str, history: Sequence[Turn]) -> FollowUpQuery:
+        """The query a follow-up searches: the model's standalone rewrite when a model is loaded, else (and
+        when the model fails) the question with the earlier questions' salient words."""
+        if not history:
+            return FollowUpQuery(question)
+        started = time.perf_counter()
+        fallback = None
+        if self.llm is not None:
+            try:
+                done = await asyncio.wait_for(
+                    self.llm.complete(rewrite_messages(history, question, new_fence()),
+                                      max_tokens=REWRITE_MAX_TOKENS, temperature=0.0),
+                    REWRITE_TIMEOUT_S,
+                )  # fmt: skip
+                rewrite = parse_rewrite(done.text, question)
+                if rewrite is not None:
+                    return FollowUpQuery(question, rewrite, "model", _ms(time.perf_counter() - started))
+                fallback = "the model's rewrite was not a question"
+            except (TimeoutError, CitedocsError) as exc:
+                fallback = f"the model's rewrite failed ({type(exc).__name__})"
+                log.info("follow-up rewrite by the model failed: %s", exc)
+        rewrite = carry_terms(history, question)
+        return FollowUpQuery(question, rewrite, "terms" if rewrite else None, _ms(time.perf_counter() - started),
+                             fallback)  # fmt: skip
 
     async def _fetch_pages(self, prepared: PreparedAnswer) -> AsyncGenerator[AnswerEvent, None]:
         """Fetch the pages the question needs (events as each lands), then retrieve again and gate."""
@@ -220,12 +296,12 @@ class AnswerService:
         fetch_ms = _ms(time.perf_counter() - started)
         again = time.perf_counter()
         try:
-            result = await self._search(prepared.question, prepared.k, prepared.mode, prepared.source)
+            result = await self._search(prepared.searched, prepared.k, prepared.mode, prepared.source)
         except CitedocsError as exc:  # keep the first retrieval's passages; say why
             prepared.note = f"retrieval after fetching failed ({exc.message}); {prepared.note or ''}".strip()
         else:
             prepared.hits, prepared.note = self._passages(result.hits, prepared.k), result.note
-        prepared.gate = relevance_decision(prepared.question, prepared.hits, self.relevance_threshold)
+        prepared.gate = self._gate(prepared.searched, prepared.hits)
         prepared.fetch_ms = fetch_ms
         prepared.retrieval_ms = round(prepared.retrieval_ms + _ms(time.perf_counter() - again), 1)
         self._choose_evidence(prepared)
@@ -248,7 +324,8 @@ class AnswerService:
                               "llama.cpp server.")  # fmt: skip
             return
         messages, _ = build_messages(prepared.question, prepared.hits, evidence=prepared.evidence,
-                                     partial=self.settings.answer_partial)  # fmt: skip
+                                     partial=self.settings.answer_partial,
+                                     history=compact_history(prepared.history))  # fmt: skip
         prepared.messages = messages
         pieces: list[str] = []
         generation_started = time.perf_counter()
@@ -298,13 +375,20 @@ class AnswerService:
         yield terminal
 
     async def stream(
-        self, question: str, *, k: int | None = None, mode: str | None = None, source: str | None = None
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        mode: str | None = None,
+        source: str | None = None,
+        history: Sequence[Turn | Mapping[str, Any]] | None = None,
     ) -> AsyncGenerator[AnswerEvent, None]:
         """Every event of one answer; a failed retrieval is an `error` event with stage "retrieval".
         Raises InputError (before any event) for an empty or overlong question."""
         question = validate_question(question)
+        parse_history(history)
         try:
-            prepared = await self.prepare(question, k=k, mode=mode, source=source)
+            prepared = await self.prepare(question, k=k, mode=mode, source=source, history=history)
         except CitedocsError as exc:
             yield AnswerEvent("error", _error_data("retrieval", exc.message, exc.hint, None))
             return
@@ -318,10 +402,16 @@ class AnswerService:
                 yield event
 
     async def answer(
-        self, question: str, *, k: int | None = None, mode: str | None = None, source: str | None = None
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        mode: str | None = None,
+        source: str | None = None,
+        history: Sequence[Turn | Mapping[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """The whole answer as one dict: `sources` plus every field of `done`. Raises AnswerFailed."""
-        return await collect(self.stream(question, k=k, mode=mode, source=source))
+        return await collect(self.stream(question, k=k, mode=mode, source=source, history=history))
 
     # -- terminal events --------------------------------------------------------------------------
     def _refused_before_model(self, prepared: PreparedAnswer) -> AnswerEvent:
@@ -337,7 +427,7 @@ class AnswerService:
             "truncated": False, "finish_reason": None, "model": None,
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "estimated": False},
             "timings": timings, "cost_usd": 0.0, "trace_id": prepared.trace.trace_id,
-            "supported_fraction": 1.0, "repaired": 0, "sentences": [],
+            "supported_fraction": 1.0, "repaired": 0, "sentences": [], "asks_back": False,
         })  # fmt: skip
 
     def _done(
@@ -345,10 +435,18 @@ class AnswerService:
     ) -> AnswerEvent:
         report = check_citations(raw, prepared.hits)
         refused = is_refusal(raw)
-        reason = None if refused else withheld_reason(report, self.settings.min_supported)
+        # an underspecified follow-up may be answered with a question back: nothing to cite, not a refusal
+        asks_back = bool(prepared.history) and not refused and not report.citations and is_asking_back(raw)
+        reason = None if refused or asks_back else withheld_reason(report, self.settings.min_supported)
         refused = refused or reason is not None
         refusal = refusal_sentence(question_language(prepared.question))
-        answer = refusal if refused else repair_answer(raw, report, mark_unverified=True)
+        answer = (
+            refusal
+            if refused
+            else raw.strip()
+            if asks_back
+            else repair_answer(raw, report, mark_unverified=True)
+        )
         citations = [] if refused else report.citations
         total_ms = _ms(time.perf_counter() - prepared.started)
         timings = {"retrieval_ms": prepared.retrieval_ms, "fetch_ms": prepared.fetch_ms, "ttft_ms": ttft_ms,
@@ -372,7 +470,7 @@ class AnswerService:
                       "estimated": usage.estimated, **_cache_usage(finish)},
             "timings": timings, "cost_usd": round(finish.cost_usd, 8), "trace_id": prepared.trace.trace_id,
             "supported_fraction": details["supported_fraction"], "repaired": details["repaired"],
-            "sentences": details["sentences"],
+            "sentences": details["sentences"], "asks_back": asks_back,
         })  # fmt: skip
 
     def _looped(self, messages: Sequence[Mapping[str, Any]], pieces: int) -> Finish:
@@ -412,6 +510,7 @@ def evidence_data(prepared: PreparedAnswer) -> dict[str, Any]:
         "evidence": [w.to_dict() for w in prepared.highlights],
         "note": EVIDENCE_NOTE,
         "ms": round(prepared.evidence_ms + prepared.retrieval_ms, 1),
+        "query": prepared.searched.to_dict(),
     }
 
 
@@ -447,12 +546,14 @@ def _error_data(
 
 
 async def collect(events: AsyncGenerator[AnswerEvent, None]) -> dict[str, Any]:
-    """Run an answer's events to the end: `{"sources": [...], "evidence": [...], "fetched": [...], **done}`, or
-    raise AnswerFailed. `fetched` lists the site pages fetched for the answer (empty when none were needed)."""
+    """Run an answer's events to the end: `{"sources": [...], "evidence": [...], "fetched": [...], "query": {...},
+    **done}`, or raise AnswerFailed. `fetched` lists the site pages fetched for the answer (empty when none were
+    needed); `query` what retrieval searched (the `evidence` event's)."""
     sources: list[dict[str, Any]] = []
     evidence: list[dict[str, Any]] = []
     fetched: list[dict[str, Any]] = []
     note = None
+    query: dict[str, Any] | None = None
     async with contextlib.aclosing(events) as stream:
         async for event in stream:
             if event.event == "sources":
@@ -460,13 +561,14 @@ async def collect(events: AsyncGenerator[AnswerEvent, None]) -> dict[str, Any]:
             elif event.event == "fetched":
                 fetched.append(event.data)
             elif event.event == "evidence":
-                evidence = event.data["evidence"]
+                evidence, query = event.data["evidence"], event.data.get("query")
             elif event.event == "done":
                 return {
                     "sources": sources,
                     "evidence": evidence,
                     "fetched": fetched,
                     "note": note,
+                    "query": query,
                     **event.data,
                 }
             elif event.event == "error":

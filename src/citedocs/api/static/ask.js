@@ -3,6 +3,7 @@
 // kept, and the ones no passage supports marked "unverified".
 import { $, el, fileName, setNote, whereText } from "./dom.js";
 import { openInContext } from "./reader.js";
+import { beginTurn, endTurn, history, initThread, searched } from "./thread.js";
 
 const CITATION = /\s*\[(?:(?:sources?|refs?|ref\.)\s*)?(\d{1,4}(?:\s*(?:,|-|–|and)\s*\d{1,4})*)\]/gi;
 const UNVERIFIED = /\s*\[unverified\]/gi;
@@ -13,6 +14,7 @@ let llm = null; // the status route's llm object
 let noModelShown = false;
 
 export function initAsk() {
+  initThread();
   $("ask-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const question = $("question").value.trim();
@@ -232,6 +234,7 @@ function handle(event, data, state) {
   if (event === "sources") {
     renderSources(data.sources, data.note);
   } else if (event === "evidence") {
+    searched(data.query);
     if (!state.text) renderEvidence(data);
   } else if (event === "token") {
     state.text += data.text;
@@ -239,6 +242,7 @@ function handle(event, data, state) {
   } else if (event === "done") {
     state.finished = true;
     renderChecked(data);
+    endTurn(data, sources);
     $("meta").textContent = describeDone(data);
     const notes = [];
     if (data.refused) {
@@ -301,12 +305,14 @@ async function ask(question) {
   const state = { text: "", finished: false };
   $("ask").disabled = true;
   $("stop").disabled = false;
+  const earlier = history();
+  beginTurn(question);
   reset();
   try {
     const response = await fetch("/ask", {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify({ question }),
+      body: JSON.stringify(earlier.length ? { question, history: earlier } : { question }),
       signal: controller.signal,
     });
     if (!response.ok) {
@@ -322,6 +328,7 @@ async function ask(question) {
     $("answer").classList.remove("streaming");
     $("ask").disabled = false;
     $("stop").disabled = true;
+    if (state.finished) $("question").value = "";
     controller = null;
   }
 }

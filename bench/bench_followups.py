@@ -1,0 +1,169 @@
+"""Follow-up questions: does a reference passage reach the prompt, and rank first, with the conversation vs alone?
+
+    PYTHONPATH=src .venv/bin/python bench/bench_followups.py                # keyword retrieval, both sets
+    PYTHONPATH=src .venv/bin/python bench/bench_followups.py --mode hybrid  # needs the embedding model
+
+English: the MTRAG tasks of ../shared/data/mtrag-dev whose last turn depends on the conversation (`multi_turn`
+Follow-up or Clarification, turn 3 or later, with reference passages: 141 tasks), over an index of all 747
+passages of both domains plus the claude-docs-qa pages as distractors. Japanese: the conversations of
+eval/cases/ja-followups.jsonl over ../shared/data/ja-developers-reference (a hit counts when it is the
+evidence section). Each last question goes through the answer service's own `prepare` (retrieval of twice k,
+fused with the rewrite for a follow-up, passages, the relevance gate) with no model loaded, so the rewrite is
+the deterministic one (`answer/conversation.py`): "alone" is the question without its history, "history" the
+same question with it. Reported per set: reference among the prompt's passages (and the gate let it through),
+reference ranked first, wrong refusals of these answerable follow-ups by the gate, and the rewrite's latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _env import SHARED_DATA, header
+
+from citedocs.answer.conversation import Turn, carry_terms
+from citedocs.answer.retriever import LocalRetriever
+from citedocs.answer.service import AnswerService
+from citedocs.eval.metrics import section_recall_at_k
+from citedocs.service import Citedocs
+from citedocs.settings import Settings
+
+EVAL = Path(__file__).resolve().parents[1] / "eval" / "cases"
+MTRAG = SHARED_DATA / "mtrag-dev"
+FOLLOW_UPS = ("Follow-up", "Clarification")
+
+
+def mtrag_tasks() -> list[dict[str, Any]]:
+    tasks = [json.loads(line) for line in (MTRAG / "qa_tasks.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [
+        t
+        for t in tasks
+        if t["multi_turn"][0] in FOLLOW_UPS and int(t["turn"]) >= 3 and t["reference_passages"]
+    ]
+
+
+def mtrag_case(task: dict[str, Any]) -> dict[str, Any]:
+    turns = [Turn("user" if t["speaker"] == "user" else "assistant", t["text"]) for t in task["input"]]
+    return {"id": task["task_id"], "history": turns[:-1], "question": turns[-1].content,
+            "files": set(task["reference_passages"]), "kind": task["answerability"][0]}  # fmt: skip
+
+
+def ja_case(raw: dict[str, Any]) -> dict[str, Any]:
+    turns = [Turn(t["role"], t["content"]) for t in raw["turns"]]
+    return {"id": raw["id"], "history": turns, "question": raw["question"],
+            "sections": [(e["file"], e["heading"]) for e in raw["evidence"]], "kind": "ANSWERABLE"}  # fmt: skip
+
+
+def build_mtrag_corpus(root: Path) -> Path:
+    folder = root / "mtrag"
+    folder.mkdir()
+    for line in (MTRAG / "passages.jsonl").read_text(encoding="utf-8").splitlines():
+        passage = json.loads(line)
+        text = f"# {passage['title']}\n\n{passage['text']}\n"
+        (folder / f"{passage['document_id']}.md").write_text(text, encoding="utf-8")
+    return folder
+
+
+def is_reference(case: dict[str, Any], path: str, heading: str) -> bool:
+    if "files" in case:
+        return Path(path).stem in case["files"]
+    return section_recall_at_k([(path, heading)], case["sections"], None) > 0
+
+
+async def measure(service: AnswerService, case: dict[str, Any], history: bool) -> dict[str, Any]:
+    prepared = await service.prepare(case["question"], history=case["history"] if history else None)
+    refs = [is_reference(case, h.path, h.heading) for h in prepared.hits]
+    return {"in_passages": any(refs), "in_prompt": any(refs) and prepared.gate.allowed, "first": bool(refs[:1] and refs[0]),
+            "refused": not prepared.gate.allowed}  # fmt: skip
+
+
+def rewrite_ms(cases: list[dict[str, Any]], rounds: int = 5) -> list[float]:
+    out = []
+    for case in cases:
+        best = min(_timed(lambda c=case: carry_terms(c["history"], c["question"])) for _ in range(rounds))
+        out.append(best)
+    return out
+
+
+def _timed(fn: Any) -> float:
+    started = time.perf_counter()
+    fn()
+    return (time.perf_counter() - started) * 1000.0
+
+
+def report(name: str, app: Citedocs, cases: list[dict[str, Any]], mode: str) -> None:
+    settings = app.settings
+    service = AnswerService(LocalRetriever(app, wait_for_model=True), None, settings)
+
+    async def run_all() -> dict[str, list[dict[str, Any]]]:
+        return {label: [await measure(service, c, flag) for c in cases] for label, flag in
+                (("alone", False), ("history", True))}  # fmt: skip
+
+    started = time.perf_counter()
+    results = asyncio.run(run_all())
+    elapsed = time.perf_counter() - started
+    print(f"\n## {name}: {len(cases)} follow-ups, retrieval {mode}, k={settings.top_k} ({elapsed:.0f} s)")
+    print("| query | reference in prompt | in passages | ranked first | wrong refusals (gate) |")
+    print("|---|---|---|---|---|")
+    for label, rows in results.items():
+        n = len(rows)
+
+        def share(key: str, rows: list[dict[str, Any]] = rows, n: int = n) -> str:
+            return f"{sum(r[key] for r in rows) / n:.3f} ({sum(r[key] for r in rows)}/{n})"
+
+        print(
+            f"| {label} | {share('in_prompt')} | {share('in_passages')} | {share('first')} | {share('refused')} |"
+        )
+    latencies = sorted(rewrite_ms(cases))
+    p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
+    print(
+        f"deterministic rewrite: P50 {statistics.median(latencies):.3f} ms, P95 {p95:.3f} ms (best of 5 per case)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", default="keyword", choices=("keyword", "semantic", "hybrid"))
+    parser.add_argument("--only", choices=("mtrag", "ja"), default=None)
+    parser.add_argument("--limit", type=int, default=0, help="only the first N cases of each set")
+    args = parser.parse_args()
+    for key, value in header().items():
+        print(f"{key}: {value}")
+    print("machine shared with other jobs: timings are noisy")
+    embedder = "none" if args.mode == "keyword" else "auto"
+    with tempfile.TemporaryDirectory(prefix="citedocs-followups-") as tmp:
+        root = Path(tmp)
+        if args.only in (None, "mtrag"):
+            cases = [mtrag_case(t) for t in mtrag_tasks()]
+            cases = cases[: args.limit] if args.limit else cases
+            app = Citedocs(Settings(db=str(root / "mtrag.sqlite3"), embedder=embedder, search_mode=args.mode))
+            app.add_folder(build_mtrag_corpus(root))
+            app.add_folder(SHARED_DATA / "claude-docs-qa" / "docs")
+            app.index()
+            app.wait_for_embeddings()
+            report("MTRAG (mtrag-dev), English", app, cases, args.mode)
+            app.close()
+        if args.only in (None, "ja"):
+            raw = (EVAL / "ja-followups.jsonl").read_text(encoding="utf-8").splitlines()
+            cases = [ja_case(json.loads(line)) for line in raw if line.strip()]
+            cases = cases[: args.limit] if args.limit else cases
+            app = Citedocs(Settings(db=str(root / "ja.sqlite3"), embedder=embedder, search_mode=args.mode))
+            app.add_folder(SHARED_DATA / "ja-developers-reference" / "docs")
+            app.index()
+            app.wait_for_embeddings()
+            report("Japanese (eval/cases/ja-followups.jsonl)", app, cases, args.mode)
+            app.close()
+
+
+if __name__ == "__main__":
+    main()
