@@ -12,6 +12,11 @@ fused with the rewrite for a follow-up, passages, the relevance gate) with no mo
 the deterministic one (`answer/conversation.py`): "alone" is the question without its history, "history" the
 same question with it. Reported per set: reference among the prompt's passages (and the gate let it through),
 reference ranked first, wrong refusals of these answerable follow-ups by the gate, and the rewrite's latency.
+
+    PYTHONPATH=src .venv/bin/python bench/bench_followups.py --llm-base-url http://127.0.0.1:8080/v1 --model-cases 12
+
+also times the model's rewrite (`answer/conversation.py` `rewrite_messages`, as the answer service sends it) on
+the first N cases of each set against a running OpenAI-compatible server (llama-server), and prints each rewrite.
 """
 
 from __future__ import annotations
@@ -31,10 +36,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _env import SHARED_DATA, header
 
-from citedocs.answer.conversation import Turn, carry_terms
+from citedocs.answer.conversation import (
+    REWRITE_MAX_TOKENS,
+    Turn,
+    carry_terms,
+    parse_rewrite,
+    rewrite_messages,
+)
+from citedocs.answer.prompt import new_fence
 from citedocs.answer.retriever import LocalRetriever
 from citedocs.answer.service import AnswerService
 from citedocs.eval.metrics import section_recall_at_k
+from citedocs.llm.client import LLMClient
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 
@@ -101,6 +114,34 @@ def _timed(fn: Any) -> float:
     return (time.perf_counter() - started) * 1000.0
 
 
+async def model_rewrites(base_url: str, cases: list[dict[str, Any]]) -> list[float]:
+    """Seconds per model rewrite, sequentially (the first one warms the server and is not counted)."""
+    client = LLMClient(base_url, "local", read_timeout_s=60.0)
+    out = []
+    try:
+        for n, case in enumerate(cases):
+            messages = rewrite_messages(case["history"], case["question"], new_fence())
+            started = time.perf_counter()
+            done = await client.complete(messages, max_tokens=REWRITE_MAX_TOKENS, temperature=0.0)
+            elapsed = time.perf_counter() - started
+            if n:
+                out.append(elapsed)
+            print(
+                f"  {elapsed:5.2f} s  {case['question'][:60]!r} -> {parse_rewrite(done.text, case['question'])!r}"
+            )
+    finally:
+        await client.aclose()
+    return out
+
+
+def report_model(name: str, base_url: str, cases: list[dict[str, Any]]) -> None:
+    print(f"\n## {name}: the model's rewrite, {len(cases)} cases, {base_url}")
+    seconds = sorted(asyncio.run(model_rewrites(base_url, cases)))
+    if seconds:
+        print(f"model rewrite: P50 {statistics.median(seconds):.2f} s, max {seconds[-1]:.2f} s "
+              f"({len(seconds)} timed after one warm-up)")  # fmt: skip
+
+
 def report(name: str, app: Citedocs, cases: list[dict[str, Any]], mode: str) -> None:
     settings = app.settings
     service = AnswerService(LocalRetriever(app, wait_for_model=True), None, settings)
@@ -136,6 +177,8 @@ def main() -> None:
     parser.add_argument("--mode", default="keyword", choices=("keyword", "semantic", "hybrid"))
     parser.add_argument("--only", choices=("mtrag", "ja"), default=None)
     parser.add_argument("--limit", type=int, default=0, help="only the first N cases of each set")
+    parser.add_argument("--llm-base-url", default="", help="time the model's rewrite against this server")
+    parser.add_argument("--model-cases", type=int, default=12, help="cases per set for the model's rewrite")
     args = parser.parse_args()
     for key, value in header().items():
         print(f"{key}: {value}")
@@ -153,6 +196,8 @@ def main() -> None:
             app.wait_for_embeddings()
             report("MTRAG (mtrag-dev), English", app, cases, args.mode)
             app.close()
+            if args.llm_base_url:
+                report_model("MTRAG", args.llm_base_url, cases[: args.model_cases])
         if args.only in (None, "ja"):
             raw = (EVAL / "ja-followups.jsonl").read_text(encoding="utf-8").splitlines()
             cases = [ja_case(json.loads(line)) for line in raw if line.strip()]
@@ -163,6 +208,8 @@ def main() -> None:
             app.wait_for_embeddings()
             report("Japanese (eval/cases/ja-followups.jsonl)", app, cases, args.mode)
             app.close()
+            if args.llm_base_url:
+                report_model("Japanese", args.llm_base_url, cases[: args.model_cases])
 
 
 if __name__ == "__main__":

@@ -112,11 +112,10 @@ def test_the_deterministic_rewrite_works_in_japanese() -> None:
     assert not {"何", "です", "か", "為る", "とは"} & set(added)  # grammar and empty verbs are not carried
 
 
-def test_fusion_keeps_each_hit_once_and_the_rewrite_counts_more() -> None:
+def test_fusion_keeps_each_hit_once_and_ranks_first_what_both_find() -> None:
     literal, rewritten = [hit(1), hit(2)], [hit(3), hit(2)]
-    fused = fuse_rankings([literal, rewritten])
-    assert [h.chunk_id for h in fused] == ["c2", "c3", "c1"]
-    assert next(h.chunk_id for h in fuse_rankings([literal, rewritten], [1.0, 1.0])) == "c2"
+    assert [h.chunk_id for h in fuse_rankings([literal, rewritten])] == ["c2", "c1", "c3"]
+    assert [h.chunk_id for h in fuse_rankings([literal, rewritten], [1.0, 2.0])] == ["c2", "c3", "c1"]
 
 
 def test_compact_history_keeps_questions_and_one_sentence_summaries_newest_first() -> None:

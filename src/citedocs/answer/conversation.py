@@ -30,9 +30,9 @@ __all__ = [
     "MAX_TURNS",
     "REWRITE_MAX_TOKENS",
     "REWRITE_SYSTEM",
-    "REWRITE_WEIGHT",
     "FollowUpQuery",
     "Turn",
+    "carried_words",
     "carry_terms",
     "compact_history",
     "fuse_rankings",
@@ -49,14 +49,12 @@ MAX_HISTORY_CHARS = 8000
 # What the prompt carries of the history (questions and one-sentence answer summaries), newest turns first.
 HISTORY_PROMPT_CHARS = 1200
 SUMMARY_CHARS = 200
-# Words the deterministic rewrite adds from earlier questions (newest first), and from the last answer, and
-# how much more the rewrite's ranking counts than the literal question's when they are fused. Chosen on the
-# 141 MTRAG follow-ups of bench/bench_followups.py (keyword retrieval; docs/conversations.md): the last answer's
-# words carry what the follow-up is about ("it" is what the answer was about): 8 and 0 words, 1.0 weight:
-# ranked first 0.738, gate refusals 0.149; 8 and 16, 1.5: 0.830, 0.035; neighbours within 0.02.
+# Words the deterministic rewrite adds from earlier questions (newest first) and from the last answer, whose
+# words carry what a follow-up is about ("it" is what the answer was about). Chosen with bench/bench_followups.py
+# (keyword retrieval; docs/conversations.md): on the 141 MTRAG follow-ups, 8 and 0 words put a reference first
+# for 0.738 and the gate refused 0.149; 8 and 16: 0.816 and 0.035 (12 or 16 from questions: within 0.02).
 CARRY_TERMS = 8
 CARRY_ANSWER_TERMS = 16
-REWRITE_WEIGHT = 1.5
 # The model's rewrite: a short line, at most this many tokens; longer output is not a query.
 REWRITE_MAX_TOKENS = 64
 MAX_REWRITE_CHARS = 400
@@ -79,18 +77,20 @@ class Turn:
 @dataclass(frozen=True, slots=True)
 class FollowUpQuery:
     """What retrieval searched for a question: the literal question and, for a follow-up, its standalone
-    rewrite and who wrote it ("model" or "terms"); `ms` is what writing it cost."""
+    rewrite and who wrote it ("model" or "terms"), and for the terms rewrite the carried words alone; `ms` is
+    what writing it cost, `fallback` why the model's rewrite was not used."""
 
     question: str
     rewrite: str | None = None
     by: str | None = None
     ms: float = 0.0
     fallback: str | None = None
+    carried: str | None = None
 
     @property
     def searched(self) -> list[str]:
-        return [self.question] if not self.rewrite or self.rewrite == self.question else [self.question,
-                                                                                           self.rewrite]  # fmt: skip
+        """The queries whose rankings are fused: each once, the literal question first."""
+        return list(dict.fromkeys(q for q in (self.question, self.rewrite, self.carried) if q))
 
     @property
     def context(self) -> str:
@@ -147,11 +147,22 @@ def carry_terms(
     limit: int = CARRY_TERMS,
     answer_limit: int = CARRY_ANSWER_TERMS,
 ) -> str | None:
-    """The deterministic rewrite: `question` followed by the salient words of the earlier questions (newest
-    first) it does not already hold, at most `limit`, and `answer_limit` from the last answer. None without
-    history or when nothing is left to add."""
+    """The deterministic rewrite: `question` followed by its `carried_words`; None when there are none."""
+    added = carried_words(history, question, limit=limit, answer_limit=answer_limit)
+    return f"{question.strip()} {' '.join(added)}" if added else None
+
+
+def carried_words(
+    history: Sequence[Turn],
+    question: str,
+    *,
+    limit: int = CARRY_TERMS,
+    answer_limit: int = CARRY_ANSWER_TERMS,
+) -> list[str]:
+    """The salient words of the earlier questions (newest first) that `question` does not already hold, at
+    most `limit`, then at most `answer_limit` of the last answer (not a refusal), as written."""
     if not history:
-        return None
+        return []
     have = _keys(salient_words(question))
     added: list[str] = []
 
@@ -171,14 +182,17 @@ def carry_terms(
     answers = [t.content for t in history if t.role == "assistant" and not is_refusal(t.content)]
     if answers and answer_limit:
         take(_CITATION_RE.sub(" ", answers[-1]), answer_limit)
-    return f"{question.strip()} {' '.join(added)}" if added else None
+    return added
 
 
 def fuse_rankings(rankings: Sequence[Sequence[Hit]], weights: Sequence[float] | None = None) -> list[Hit]:
-    """Hits of several searches as one list by reciprocal-rank fusion (a hit once, its first copy); `weights`
-    default to 1 for the first list (the literal question) and `REWRITE_WEIGHT` for the others."""
-    if weights is None:
-        weights = [1.0] + [REWRITE_WEIGHT] * (len(rankings) - 1)
+    """Hits of several searches as one list by reciprocal-rank fusion (a hit once, its first copy).
+
+    A follow-up's rankings are the literal question's, its rewrite's and (terms rewrite) the carried words'
+    alone, weighted alike: a passage that both the question and its context find ranks first. Two lists (the
+    question and its rewrite, which holds the question's words too) favour what the question alone matches:
+    on the 25 Japanese follow-ups a reference ranked first for 0.40 instead of 0.64, in the prompt for 0.80
+    instead of 0.92; on MTRAG 0.830 and 0.915 against 0.816 and 0.915 (docs/conversations.md)."""
     by_key: dict[Hashable, Hit] = {}
     keyed: list[list[Hashable]] = []
     for hits in rankings:

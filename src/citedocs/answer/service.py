@@ -27,7 +27,7 @@ from citedocs.answer.conversation import (
     REWRITE_MAX_TOKENS,
     FollowUpQuery,
     Turn,
-    carry_terms,
+    carried_words,
     compact_history,
     fuse_rankings,
     is_asking_back,
@@ -232,7 +232,7 @@ class AnswerService:
         self, query: FollowUpQuery, k: int, mode: str | None, source: str | None
     ) -> SearchResult:
         """Twice the passages asked for: unfetched pages (links) among them are not passages to cite. A
-        follow-up searches the literal question and its rewrite, fused."""
+        follow-up searches the literal question and its rewrite (and the carried words alone), fused."""
         results = [await self.retriever.search(text, k=min(MAX_K, 2 * k), mode=mode, source=source)
                    for text in query.searched]  # fmt: skip
         if len(results) == 1:
@@ -273,9 +273,10 @@ class AnswerService:
             except (TimeoutError, CitedocsError) as exc:
                 fallback = f"the model's rewrite failed ({type(exc).__name__})"
                 log.info("follow-up rewrite by the model failed: %s", exc)
-        rewrite = carry_terms(history, question)
+        carried = carried_words(history, question)
+        rewrite = f"{question} {' '.join(carried)}" if carried else None
         return FollowUpQuery(question, rewrite, "terms" if rewrite else None, _ms(time.perf_counter() - started),
-                             fallback)  # fmt: skip
+                             fallback, " ".join(carried) or None)  # fmt: skip
 
     async def _fetch_pages(self, prepared: PreparedAnswer) -> AsyncGenerator[AnswerEvent, None]:
         """Fetch the pages the question needs (events as each lands), then retrieve again and gate."""
