@@ -56,12 +56,15 @@ MTRAG = SHARED_DATA / "mtrag-dev"
 FOLLOW_UPS = ("Follow-up", "Clarification")
 
 
-def mtrag_tasks() -> list[dict[str, Any]]:
+def mtrag_tasks(answerable: bool = True) -> list[dict[str, Any]]:
+    """The follow-ups with reference passages, or (`answerable` False) those marked UNANSWERABLE."""
     tasks = [json.loads(line) for line in (MTRAG / "qa_tasks.jsonl").read_text(encoding="utf-8").splitlines()]
     return [
         t
         for t in tasks
-        if t["multi_turn"][0] in FOLLOW_UPS and int(t["turn"]) >= 3 and t["reference_passages"]
+        if t["multi_turn"][0] in FOLLOW_UPS
+        and int(t["turn"]) >= 3
+        and (bool(t["reference_passages"]) if answerable else t["answerability"][0] == "UNANSWERABLE")
     ]
 
 
@@ -142,6 +145,22 @@ def report_model(name: str, base_url: str, cases: list[dict[str, Any]]) -> None:
               f"({len(seconds)} timed after one warm-up)")  # fmt: skip
 
 
+def report_unanswerable(
+    app: Citedocs, cases: list[dict[str, Any]], name: str = "UNANSWERABLE follow-ups"
+) -> None:
+    """How many in-domain follow-ups the documents cannot answer the gate lets through to the model (which is
+    then asked to refuse): not a goal, the price of judging a follow-up with its context."""
+    service = AnswerService(LocalRetriever(app, wait_for_model=True), None, app.settings)
+
+    async def passed(history: bool) -> int:
+        return sum([(await service.prepare(c["question"], history=c["history"] if history else None)).gate.allowed
+                    for c in cases])  # fmt: skip
+
+    alone, with_history = asyncio.run(passed(False)), asyncio.run(passed(True))
+    print(f"{name} ({len(cases)}) the gate lets through to the model: alone {alone}, "
+          f"with history {with_history}")  # fmt: skip
+
+
 def report(name: str, app: Citedocs, cases: list[dict[str, Any]], mode: str) -> None:
     settings = app.settings
     service = AnswerService(LocalRetriever(app, wait_for_model=True), None, settings)
@@ -195,6 +214,12 @@ def main() -> None:
             app.index()
             app.wait_for_embeddings()
             report("MTRAG (mtrag-dev), English", app, cases, args.mode)
+            report_unanswerable(app, [mtrag_case(t) for t in mtrag_tasks(answerable=False)])
+            off_topic = (EVAL / "off-topic-40.txt").read_text(encoding="utf-8").splitlines()
+            asked = [{**case, "question": q} for case, q in zip(cases, off_topic, strict=False)]
+            report_unanswerable(
+                app, asked, "off-topic-40 questions asked as follow-ups of MTRAG conversations"
+            )
             app.close()
             if args.llm_base_url:
                 report_model("MTRAG", args.llm_base_url, cases[: args.model_cases])

@@ -25,12 +25,14 @@ from citedocs.answer.conversation import (
     Turn,
     carry_terms,
     compact_history,
+    follow_up_gate,
     fuse_rankings,
     is_asking_back,
     parse_history,
     parse_rewrite,
     summary,
 )
+from citedocs.answer.gate import relevance_decision
 from citedocs.answer.prompt import build_messages
 from citedocs.api import create_app
 from citedocs.api.limits import MAX_BODY_BYTES
@@ -116,6 +118,21 @@ def test_fusion_keeps_each_hit_once_and_ranks_first_what_both_find() -> None:
     literal, rewritten = [hit(1), hit(2)], [hit(3), hit(2)]
     assert [h.chunk_id for h in fuse_rankings([literal, rewritten])] == ["c2", "c1", "c3"]
     assert [h.chunk_id for h in fuse_rankings([literal, rewritten], [1.0, 2.0])] == ["c2", "c3", "c1"]
+
+
+def test_the_gate_judges_a_follow_up_with_its_context_but_not_a_new_topic() -> None:
+    turns = parse_history(HISTORY)
+    passage = [hit(1, "Error 529 means the API is overloaded. Clients should back off: pause 30 seconds, then "
+                      "send the request again.")]  # fmt: skip
+    assert not relevance_decision(FOLLOW_UP, passage).allowed  # alone: none of long, wait, retry
+    gate = follow_up_gate(FOLLOW_UP, carry_terms(turns, FOLLOW_UP), passage, 0.5)
+    assert gate.allowed and gate.reason.startswith("With the conversation")
+    new_topic = "How do I repot an orchid without damaging its roots?"
+    rewrite = carry_terms(turns, new_topic)
+    assert relevance_decision(rewrite or "", passage).allowed  # the carried words alone would let it through
+    refused = follow_up_gate(new_topic, rewrite, passage, 0.5)
+    assert not refused.allowed and "new topic" in refused.reason and "add documents" in refused.reason
+    assert follow_up_gate(new_topic, rewrite, passage, 0.0).allowed  # a threshold of 0 turns the gate off
 
 
 def test_compact_history_keeps_questions_and_one_sentence_summaries_newest_first() -> None:

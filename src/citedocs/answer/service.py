@@ -29,6 +29,7 @@ from citedocs.answer.conversation import (
     Turn,
     carried_words,
     compact_history,
+    follow_up_gate,
     fuse_rankings,
     is_asking_back,
     parse_history,
@@ -36,7 +37,7 @@ from citedocs.answer.conversation import (
     rewrite_messages,
 )
 from citedocs.answer.evidence import EvidenceWindow, best_sentences, score_sentences, select_evidence
-from citedocs.answer.gate import GateDecision, relevance_decision
+from citedocs.answer.gate import GateDecision
 from citedocs.answer.pages import PageFetcher, links_to_fetch
 from citedocs.answer.passages import passages
 from citedocs.answer.prompt import build_messages, new_fence, question_language, refusal_sentence
@@ -243,14 +244,7 @@ class AnswerService:
 
     def _gate(self, query: FollowUpQuery, hits: Sequence[Hit]) -> GateDecision:
         """The relevance gate on the question, and for a follow-up on the question with its context."""
-        gate = relevance_decision(query.question, hits, self.relevance_threshold)
-        if gate.allowed or not query.rewrite:
-            return gate
-        with_context = relevance_decision(query.rewrite, hits, self.relevance_threshold)
-        if not with_context.allowed:
-            return gate
-        return GateDecision(True, f"With the conversation: {with_context.reason}", with_context.best,
-                            with_context.best_n)  # fmt: skip
+        return follow_up_gate(query.question, query.rewrite, hits, self.relevance_threshold)
 
     async def _follow_up(self, question: str, history: Sequence[Turn]) -> FollowUpQuery:
         """The query a follow-up searches: the model's standalone rewrite when a model is loaded, else (and
