@@ -189,6 +189,8 @@ class AnswerService:
         trace.start("retrieval", {"k": k})
         try:
             query = await self._follow_up(question, turns)
+            if query.by:
+                trace.event("follow_up.rewrite", {"by": query.by, "ms": query.ms})
             result = await self._search(query, k, mode, source)
         except BaseException as exc:
             trace.finish(error=type(exc).__name__)
@@ -264,7 +266,7 @@ class AnswerService:
                 if rewrite is not None:
                     return FollowUpQuery(question, rewrite, "model", _ms(time.perf_counter() - started))
                 fallback = "the model's rewrite was not a question"
-            except (TimeoutError, CitedocsError) as exc:
+            except Exception as exc:  # the rewrite is an optimisation: any failure falls back, never fails
                 fallback = f"the model's rewrite failed ({type(exc).__name__})"
                 log.info("follow-up rewrite by the model failed: %s", exc)
         carried = carried_words(history, question)
