@@ -77,6 +77,7 @@ function archive(turn) {
 }
 
 function startOver() {
+  if (!$("stop").disabled) $("stop").click(); // an answer still streaming belongs to the old conversation
   turns = [];
   dropped = 0;
   pending = null;
