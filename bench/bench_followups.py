@@ -161,13 +161,20 @@ def report_unanswerable(
           f"with history {with_history}")  # fmt: skip
 
 
-def report(name: str, app: Citedocs, cases: list[dict[str, Any]], mode: str) -> None:
+def report(name: str, app: Citedocs, cases: list[dict[str, Any]], mode: str, model_url: str = "") -> None:
+    """`model_url`: also a row with the model's rewrite (the service as a server runs it, its model loaded)."""
     settings = app.settings
     service = AnswerService(LocalRetriever(app, wait_for_model=True), None, settings)
 
     async def run_all() -> dict[str, list[dict[str, Any]]]:
-        return {label: [await measure(service, c, flag) for c in cases] for label, flag in
-                (("alone", False), ("history", True))}  # fmt: skip
+        out = {label: [await measure(service, c, flag) for c in cases] for label, flag in
+               (("alone", False), ("history", True))}  # fmt: skip
+        if model_url:
+            llm = LLMClient(model_url, "local", read_timeout_s=60.0)
+            with_model = AnswerService(LocalRetriever(app, wait_for_model=True), llm, settings)
+            out["history, model rewrite"] = [await measure(with_model, c, True) for c in cases]
+            await llm.aclose()
+        return out
 
     started = time.perf_counter()
     results = asyncio.run(run_all())
@@ -198,6 +205,11 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="only the first N cases of each set")
     parser.add_argument("--llm-base-url", default="", help="time the model's rewrite against this server")
     parser.add_argument("--model-cases", type=int, default=12, help="cases per set for the model's rewrite")
+    parser.add_argument(
+        "--model-retrieval",
+        action="store_true",
+        help="with --llm-base-url: also retrieve with the model's rewrite",
+    )
     args = parser.parse_args()
     for key, value in header().items():
         print(f"{key}: {value}")
@@ -213,7 +225,8 @@ def main() -> None:
             app.add_folder(SHARED_DATA / "claude-docs-qa" / "docs")
             app.index()
             app.wait_for_embeddings()
-            report("MTRAG (mtrag-dev), English", app, cases, args.mode)
+            model_url = args.llm_base_url if args.model_retrieval else ""
+            report("MTRAG (mtrag-dev), English", app, cases, args.mode, model_url)
             report_unanswerable(app, [mtrag_case(t) for t in mtrag_tasks(answerable=False)])
             off_topic = (EVAL / "off-topic-40.txt").read_text(encoding="utf-8").splitlines()
             asked = [{**case, "question": q} for case, q in zip(cases, off_topic, strict=False)]
@@ -231,7 +244,8 @@ def main() -> None:
             app.add_folder(SHARED_DATA / "ja-developers-reference" / "docs")
             app.index()
             app.wait_for_embeddings()
-            report("Japanese (eval/cases/ja-followups.jsonl)", app, cases, args.mode)
+            report("Japanese (eval/cases/ja-followups.jsonl)", app, cases, args.mode,
+                   args.llm_base_url if args.model_retrieval else "")  # fmt: skip
             app.close()
             if args.llm_base_url:
                 report_model("Japanese", args.llm_base_url, cases[: args.model_cases])
