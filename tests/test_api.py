@@ -18,6 +18,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from citedocs.api import create_app
+from citedocs.api.limits import MAX_BODY_BYTES
 from citedocs.llm.client import LLMClient
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
@@ -122,8 +123,8 @@ def test_upstream_failure_is_502_in_json_mode_and_an_error_event_in_sse(tmp_path
         assert client.get("/stats").json()["errors_by_stage"] == {"generation": 2}
 
 
-def test_body_over_16_kb_is_413_by_content_length_and_by_bytes_received(tmp_path: Path) -> None:
-    big = json.dumps({"question": "x" * 20_000}).encode()
+def test_body_over_the_limit_is_413_by_content_length_and_by_bytes_received(tmp_path: Path) -> None:
+    big = json.dumps({"question": "x" * (MAX_BODY_BYTES + 1000)}).encode()
 
     def chunks() -> Iterator[bytes]:
         for start in range(0, len(big), 4096):

@@ -308,8 +308,8 @@ def test_ask_with_the_scripted_model_streams_and_a_citation_shows_its_passage(
             page.wait_for_function("() => document.querySelector('#notice').textContent.includes('Refused')")
             assert "can't answer" in page.inner_text("#answer")
         close(llm)
-    chats = [r for r in fake.requests if r.path.endswith("/chat/completions")]
-    assert len(chats) == 1  # the off-topic question never reached the model
+    chats = [r for r in fake.requests if r.path.endswith("/chat/completions") and r.body.get("stream")]
+    assert len(chats) == 1  # the off-topic follow-up was only rewritten (not streamed), never answered
 
 
 def test_an_unsupported_sentence_is_marked(browser: Any, tmp_path: Path) -> None:

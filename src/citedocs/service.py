@@ -357,15 +357,37 @@ class Citedocs:
         k: int | None = None,
         mode: str | None = None,
         on_event: Callable[[AnswerEvent], None] | None = None,
+        history: Sequence[Any] | None = None,
     ) -> dict[str, Any]:
         """A cited, checked answer (sources plus every field of `done`); starts the configured model if needed.
 
-        `on_event` sees each event as it happens (the CLI prints tokens as they stream)."""
+        `on_event` sees each event as it happens (the CLI prints tokens as they stream); `history` holds the
+        earlier turns of a follow-up (`{"role", "content"}` mappings or `answer.conversation.Turn`s)."""
         from citedocs.answer.oneshot import ask_blocking
         from citedocs.answer.retriever import LocalRetriever
 
         retriever = LocalRetriever(self, wait_for_model=True)
-        return ask_blocking(retriever, self.settings, question, k=k, mode=mode, on_event=on_event)
+        return ask_blocking(retriever, self.settings, question, k=k, mode=mode, on_event=on_event,
+                            history=history)  # fmt: skip
+
+    def chat(
+        self,
+        read_question: Callable[[], str | None],
+        on_answer: Callable[[Any, int], None],
+        *,
+        k: int | None = None,
+        mode: str | None = None,
+        on_event: Callable[[AnswerEvent], None] | None = None,
+    ) -> list[Any]:
+        """A conversation: each question from `read_question()` (None ends it) is answered with the turns before
+        it as history, the model started once; `on_answer(answer or error, turns dropped)` after each. Returns
+        the turns (`answer.conversation.Turn`)."""
+        from citedocs.answer.oneshot import chat_blocking
+        from citedocs.answer.retriever import LocalRetriever
+
+        retriever = LocalRetriever(self, wait_for_model=True)
+        return chat_blocking(retriever, self.settings, read_question, on_answer, k=k, mode=mode,
+                             on_event=on_event)  # fmt: skip
 
     def fetch_site_page(self, url: str, *, embed: bool = True) -> int:
         """Fetch a listed page into the index (its chunks replace its link); returns its chunk count.

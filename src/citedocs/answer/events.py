@@ -86,6 +86,7 @@ class DoneData(TypedDict):
     sentences: list[dict[str, Any]]
     quotes: list[QuoteDict]
     quotes_label: str | None
+    asks_back: bool
 
 
 class ErrorData(TypedDict, total=False):
@@ -117,6 +118,7 @@ def done_data(
     model: str | None = None,
     usage: UsageData | None = None,
     cost_usd: float = 0.0,
+    asks_back: bool = False,
 ) -> DoneData:
     """The one builder of a `done` payload. `report`: the citation check's `to_dict()` (none before the model).
     When the synthesis is refused or withheld, the quotes are the answer: `quotes_label` says so."""
@@ -143,6 +145,7 @@ def done_data(
         "sentences": list(report.get("sentences", [])),
         "quotes": quotes,
         "quotes_label": QUOTES_LABEL if refused and quotes else None,
+        "asks_back": asks_back,
     }
 
 

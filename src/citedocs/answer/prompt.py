@@ -183,6 +183,13 @@ def rules(
     )
 
 
+# Added after the rules when the question follows earlier turns.
+HISTORY_RULE = (
+    "\nThe CONVERSATION holds earlier questions and answers: use it only to understand what the QUESTION refers "
+    "to, and cite only the sources above. If the question is still unclear, ask one short question back instead."
+)
+
+
 def format_evidence(passages: Sequence[Hit], evidence: Sequence[EvidenceWindow], fence: str) -> str:
     """One fenced block per passage that has evidence, its windows in order, gaps marked with `…`."""
     blocks = []
@@ -203,10 +210,13 @@ def build_messages(
     *,
     evidence: Sequence[EvidenceWindow] | None = None,
     partial: bool = True,
+    history: Sequence[str] = (),
 ) -> tuple[list[dict[str, str]], str]:
     """Chat messages for answering `question` from `passages` ([1]..[n]), and the fence token used.
 
-    With `evidence`, the model reads only those windows of the passages (numbered as their passages)."""
+    With `evidence`, the model reads only those windows of the passages (numbered as their passages). `history`
+    (a follow-up's earlier turns as `compact_history` writes them) goes between the sources and the question,
+    fenced like them, with one more rule: it is context, not a source."""
     fence = fence or new_fence()
     if not _FENCE_TOKEN_RE.fullmatch(fence):
         raise InputError("A prompt fence must be 8-64 letters or digits.", "Pass fence=None to draw one.")
@@ -215,9 +225,15 @@ def build_messages(
         sources = format_evidence(passages, evidence, fence)
     else:
         sources = format_sources(passages, fence) if passages else ""
+    conversation = ""
+    if history:
+        lines = "\n".join(_one_line(line, fence) for line in history)
+        conversation = f"<<<CONVERSATION {fence}>>>\n{lines}\n<<<END CONVERSATION {fence}>>>\n\n"
     user = (
         f"<<<SOURCES {fence}>>>\n{sources or '(no sources)'}\n<<<END SOURCES {fence}>>>\n\n"
+        f"{conversation}"
         f"<<<QUESTION {fence}>>>\n{safe_question}\n<<<END QUESTION {fence}>>>\n\n"
         f"{rules(fence, len(passages), question_language(question), evidence=evidence is not None, partial=partial)}"
+        f"{HISTORY_RULE if history else ''}"
     )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}], fence

@@ -29,6 +29,19 @@ from citedocs.answer.citations import (
     repair_answer,
     withheld_reason,
 )
+from citedocs.answer.conversation import (
+    REWRITE_MAX_TOKENS,
+    FollowUpQuery,
+    Turn,
+    carried_words,
+    compact_history,
+    follow_up_gate,
+    fuse_rankings,
+    is_asking_back,
+    parse_history,
+    parse_rewrite,
+    rewrite_messages,
+)
 from citedocs.answer.events import (
     AnswerEvent,
     DoneData,
@@ -47,10 +60,10 @@ from citedocs.answer.evidence import (
     score_sentences,
     select_evidence,
 )
-from citedocs.answer.gate import GateDecision, relevance_decision
+from citedocs.answer.gate import GateDecision
 from citedocs.answer.pages import PageFetcher, links_to_fetch
 from citedocs.answer.passages import passages
-from citedocs.answer.prompt import build_messages, question_language, refusal_sentence
+from citedocs.answer.prompt import build_messages, new_fence, question_language, refusal_sentence
 from citedocs.answer.quotes import QuoteDict, choose_quotes
 from citedocs.answer.repetition import STOP_REPEATS, RepetitionGuard
 from citedocs.answer.retriever import Retriever
@@ -98,6 +111,9 @@ ANSWER_CONSTANTS: Mapping[str, float | int | bool] = {
     "answer_partial": True,
     "llm_temperature": TEMPERATURE,
 }
+# The model's rewrite of a follow-up must come back within this (goal: 1.5 s at the median on 2 cores), else the
+# deterministic one is searched: a slow or busy model costs a follow-up at most this much.
+REWRITE_TIMEOUT_S = 3.0
 
 
 def source_dict(n: int, hit: Hit) -> dict[str, Any]:
@@ -147,17 +163,25 @@ class PreparedAnswer:
     # Every sentence of `hits` scored against the question (the evidence and the quotes both use them).
     scored: list[list[ScoredSentence]] | None = field(default=None, repr=False)
 
+    # The earlier turns of a follow-up (answer/conversation.py) and what retrieval searched for it.
+    history: tuple[Turn, ...] = ()
+    query: FollowUpQuery | None = None
+
     def quotes(self, synthesis: str, model_refused: bool = False) -> list[QuoteDict]:
         """The source sentences a reader sees under `synthesis` ("" when there is none: then they are the
         answer); none when the gate refused. `model_refused`: the model's answer was refused or withheld."""
         if not self.gate.allowed or not self.hits:
             return []
+        asked = self.searched.context  # a follow-up's quotes answer it with its context
         if self.scored is None:
-            self.scored = score_sentences(self.question, self.hits)
-        chosen = choose_quotes(
-            self.question, self.hits, synthesis, scored=self.scored, model_refused=model_refused
-        )
+            self.scored = score_sentences(asked, self.hits)
+        chosen = choose_quotes(asked, self.hits, synthesis, scored=self.scored, model_refused=model_refused)
         return [q.to_dict() for q in chosen]
+
+
+    @property
+    def searched(self) -> FollowUpQuery:
+        return self.query or FollowUpQuery(self.question)
 
     @property
     def sources(self) -> list[dict[str, Any]]:
@@ -188,17 +212,28 @@ class AnswerService:
         return self.settings.relevance_threshold
 
     async def prepare(
-        self, question: str, *, k: int | None = None, mode: str | None = None, source: str | None = None
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        mode: str | None = None,
+        source: str | None = None,
+        history: Sequence[Turn | Mapping[str, Any]] | None = None,
     ) -> PreparedAnswer:
         """Validate, retrieve and gate. Raises InputError/NotFoundError for a bad request, CitedocsError
-        (or anything else) when retrieval fails; the failure is counted and traced."""
+        (or anything else) when retrieval fails; the failure is counted and traced. With `history` (earlier
+        turns, answer/conversation.py) retrieval also searches a standalone rewrite of the question."""
         question = validate_question(question)
+        turns = parse_history(history)
         started = time.perf_counter()
         k = k or self.settings.top_k
-        trace = self.tracer.answer({"question.chars": len(question)})
+        trace = self.tracer.answer({"question.chars": len(question), "history.turns": len(turns)})
         trace.start("retrieval", {"k": k})
         try:
-            result = await self._search(question, k, mode, source)
+            query = await self._follow_up(question, turns)
+            if query.by:
+                trace.event("follow_up.rewrite", {"by": query.by, "ms": query.ms})
+            result = await self._search(query, k, mode, source)
         except BaseException as exc:
             trace.finish(error=type(exc).__name__)
             if not isinstance(exc, InputError | NotFoundError) and isinstance(exc, Exception):
@@ -213,10 +248,10 @@ class AnswerService:
         if fetch:
             gate = GateDecision(True, f"{len(fetch)} site pages are fetched before the relevance check.", 0.0)
         else:
-            gate = relevance_decision(question, hits, self.relevance_threshold)
+            gate = self._gate(query, hits)
         trace.end("retrieval", {"hits": len(hits), "gate.best": round(gate.best, 3), "fetch": len(fetch)})
         prepared = PreparedAnswer(question, hits, gate, trace, started, retrieval_ms, result.mode, result.note,
-                                  fetch=fetch, k=k, source=source)  # fmt: skip
+                                  fetch=fetch, k=k, source=source, history=turns, query=query)  # fmt: skip
         if not fetch:
             self._choose_evidence(prepared)
         return prepared
@@ -226,21 +261,61 @@ class AnswerService:
         if not prepared.gate.allowed:
             return
         chosen = time.perf_counter()
-        scored = prepared.scored = score_sentences(prepared.question, prepared.hits)
+        asked = prepared.searched.context  # a follow-up's sentences match it with its context
+        scored = prepared.scored = score_sentences(asked, prepared.hits)
         if EVIDENCE_TOKENS > 0:
             prepared.evidence = select_evidence(
-                prepared.question, prepared.hits, EVIDENCE_TOKENS, scored=scored, whole=EVIDENCE_WHOLE
+                asked, prepared.hits, EVIDENCE_TOKENS, scored=scored, whole=EVIDENCE_WHOLE
             )
-        prepared.highlights = best_sentences(prepared.question, prepared.hits, HIGHLIGHTS, scored=scored)
+        prepared.highlights = best_sentences(asked, prepared.hits, HIGHLIGHTS, scored=scored)
         prepared.evidence_ms = _ms(time.perf_counter() - chosen)
 
     def _passages(self, hits: Sequence[Hit], k: int) -> list[Hit]:
         """What the model reads of a retrieval, before and after fetching pages alike (answer/passages.py)."""
         return passages(hits, k, overlap=PASSAGE_OVERLAP)
 
-    async def _search(self, question: str, k: int, mode: str | None, source: str | None) -> SearchResult:
-        """Twice the passages asked for: unfetched pages (links) among them are not passages to cite."""
-        return await self.retriever.search(question, k=min(MAX_K, 2 * k), mode=mode, source=source)
+    async def _search(
+        self, query: FollowUpQuery, k: int, mode: str | None, source: str | None
+    ) -> SearchResult:
+        """Twice the passages asked for: unfetched pages (links) among them are not passages to cite. A
+        follow-up searches the literal question and its rewrite (and the carried words alone), fused."""
+        results = [await self.retriever.search(text, k=min(MAX_K, 2 * k), mode=mode, source=source)
+                   for text in query.searched]  # fmt: skip
+        if len(results) == 1:
+            return results[0]
+        hits = fuse_rankings([r.hits for r in results])
+        notes = "; ".join(dict.fromkeys(r.note for r in results if r.note)) or None
+        return SearchResult(query.question, results[0].mode, hits, notes)
+
+    def _gate(self, query: FollowUpQuery, hits: Sequence[Hit]) -> GateDecision:
+        """The relevance gate on the question, and for a follow-up on the question with its context."""
+        return follow_up_gate(query.question, query.rewrite, hits, self.relevance_threshold)
+
+    async def _follow_up(self, question: str, history: Sequence[Turn]) -> FollowUpQuery:
+        """The query a follow-up searches: the model's standalone rewrite when a model is loaded, else (and
+        when the model fails) the question with the earlier questions' salient words."""
+        if not history:
+            return FollowUpQuery(question)
+        started = time.perf_counter()
+        fallback = None
+        if self.llm is not None:
+            try:
+                done = await asyncio.wait_for(
+                    self.llm.complete(rewrite_messages(history, question, new_fence()),
+                                      max_tokens=REWRITE_MAX_TOKENS, temperature=0.0),
+                    REWRITE_TIMEOUT_S,
+                )  # fmt: skip
+                rewrite = parse_rewrite(done.text, question)
+                if rewrite is not None:
+                    return FollowUpQuery(question, rewrite, "model", _ms(time.perf_counter() - started))
+                fallback = "the model's rewrite was not a question"
+            except Exception as exc:  # the rewrite is an optimisation: any failure falls back, never fails
+                fallback = f"the model's rewrite failed ({type(exc).__name__})"
+                log.info("follow-up rewrite by the model failed: %s", exc)
+        carried = carried_words(history, question)
+        rewrite = f"{question} {' '.join(carried)}" if carried else None
+        return FollowUpQuery(question, rewrite, "terms" if rewrite else None, _ms(time.perf_counter() - started),
+                             fallback, " ".join(carried) or None)  # fmt: skip
 
     async def _fetch_pages(self, prepared: PreparedAnswer) -> AsyncGenerator[AnswerEvent, None]:
         """Fetch the pages the question needs (events as each lands), then retrieve again and gate."""
@@ -261,12 +336,12 @@ class AnswerService:
         fetch_ms = _ms(time.perf_counter() - started)
         again = time.perf_counter()
         try:
-            result = await self._search(prepared.question, prepared.k, prepared.mode, prepared.source)
+            result = await self._search(prepared.searched, prepared.k, prepared.mode, prepared.source)
         except CitedocsError as exc:  # keep the first retrieval's passages; say why
             prepared.note = f"retrieval after fetching failed ({exc.message}); {prepared.note or ''}".strip()
         else:
             prepared.hits, prepared.note = self._passages(result.hits, prepared.k), result.note
-        prepared.gate = relevance_decision(prepared.question, prepared.hits, self.relevance_threshold)
+        prepared.gate = self._gate(prepared.searched, prepared.hits)
         prepared.fetch_ms = fetch_ms
         prepared.retrieval_ms = round(prepared.retrieval_ms + _ms(time.perf_counter() - again), 1)
         self._choose_evidence(prepared)
@@ -288,7 +363,8 @@ class AnswerService:
                               "Run `citedocs model install`, or set CITEDOCS_LLM_BASE_URL, or CITEDOCS_LLM_GGUF for a local "
                               "llama.cpp server.")  # fmt: skip
             return
-        messages, _ = build_messages(prepared.question, prepared.hits, evidence=prepared.evidence)
+        messages, _ = build_messages(prepared.question, prepared.hits, evidence=prepared.evidence,
+                                     history=compact_history(prepared.history))  # fmt: skip
         prepared.messages = messages
         pieces: list[str] = []
         generation_started = time.perf_counter()
@@ -338,13 +414,20 @@ class AnswerService:
         yield terminal
 
     async def stream(
-        self, question: str, *, k: int | None = None, mode: str | None = None, source: str | None = None
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        mode: str | None = None,
+        source: str | None = None,
+        history: Sequence[Turn | Mapping[str, Any]] | None = None,
     ) -> AsyncGenerator[AnswerEvent, None]:
         """Every event of one answer; a failed retrieval is an `error` event with stage "retrieval".
         Raises InputError (before any event) for an empty or overlong question."""
         question = validate_question(question)
+        parse_history(history)
         try:
-            prepared = await self.prepare(question, k=k, mode=mode, source=source)
+            prepared = await self.prepare(question, k=k, mode=mode, source=source, history=history)
         except CitedocsError as exc:
             yield _event("error", error_data("retrieval", exc.message, exc.hint, None))
             return
@@ -358,10 +441,16 @@ class AnswerService:
                 yield event
 
     async def answer(
-        self, question: str, *, k: int | None = None, mode: str | None = None, source: str | None = None
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        mode: str | None = None,
+        source: str | None = None,
+        history: Sequence[Turn | Mapping[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """The whole answer as one dict: `sources` plus every field of `done`. Raises AnswerFailed."""
-        return await collect(self.stream(question, k=k, mode=mode, source=source))
+        return await collect(self.stream(question, k=k, mode=mode, source=source, history=history))
 
     # -- terminal events --------------------------------------------------------------------------
     def _refused_before_model(self, prepared: PreparedAnswer) -> AnswerEvent:
@@ -381,10 +470,18 @@ class AnswerService:
     ) -> AnswerEvent:
         report = check_citations(raw, prepared.hits)
         refused = is_refusal(raw)
-        reason = None if refused else withheld_reason(report)
+        # an underspecified follow-up may be answered with a question back: nothing to cite, not a refusal
+        asks_back = bool(prepared.history) and not refused and not report.citations and is_asking_back(raw)
+        reason = None if refused or asks_back else withheld_reason(report)
         refused = refused or reason is not None
         refusal = refusal_sentence(question_language(prepared.question))
-        answer = refusal if refused else repair_answer(raw, report, mark_unverified=True)
+        answer = (
+            refusal
+            if refused
+            else raw.strip()
+            if asks_back
+            else repair_answer(raw, report, mark_unverified=True)
+        )
         citations = [] if refused else report.citations
         total_ms = _ms(time.perf_counter() - prepared.started)
         timings: TimingsData = {"retrieval_ms": prepared.retrieval_ms, "fetch_ms": prepared.fetch_ms,
@@ -405,7 +502,8 @@ class AnswerService:
                          finish_reason=finish.finish_reason,
                          model=finish.model or (self.llm.model if self.llm else None), usage=usage_data,
                          timings=timings, cost_usd=finish.cost_usd, trace_id=prepared.trace.trace_id,
-                         report=report.to_dict(), quotes=prepared.quotes("" if refused else answer, refused))  # fmt: skip
+                         report=report.to_dict(), quotes=prepared.quotes("" if refused else answer, refused),
+                         asks_back=asks_back)  # fmt: skip
         return _event("done", done)
 
     def _looped(self, messages: Sequence[Mapping[str, Any]], pieces: int) -> Finish:
@@ -445,6 +543,7 @@ def evidence_data(prepared: PreparedAnswer) -> dict[str, Any]:
         "evidence": [w.to_dict() for w in prepared.highlights],
         "note": EVIDENCE_NOTE,
         "ms": round(prepared.evidence_ms + prepared.retrieval_ms, 1),
+        "query": prepared.searched.to_dict(),
     }
 
 
@@ -480,12 +579,14 @@ def _event(name: str, data: DoneData | ErrorData) -> AnswerEvent:
 
 
 async def collect(events: AsyncGenerator[AnswerEvent, None]) -> dict[str, Any]:
-    """Run an answer's events to the end: `{"sources": [...], "evidence": [...], "fetched": [...], **done}`, or
-    raise AnswerFailed. `fetched` lists the site pages fetched for the answer (empty when none were needed)."""
+    """Run an answer's events to the end: `{"sources": [...], "evidence": [...], "fetched": [...], "query": {...},
+    **done}`, or raise AnswerFailed. `fetched` lists the site pages fetched for the answer (empty when none were
+    needed); `query` what retrieval searched (the `evidence` event's)."""
     sources: list[dict[str, Any]] = []
     evidence: list[dict[str, Any]] = []
     fetched: list[dict[str, Any]] = []
     note = None
+    query: dict[str, Any] | None = None
     async with contextlib.aclosing(events) as stream:
         async for event in stream:
             if event.event == "sources":
@@ -493,13 +594,14 @@ async def collect(events: AsyncGenerator[AnswerEvent, None]) -> dict[str, Any]:
             elif event.event == "fetched":
                 fetched.append(event.data)
             elif event.event == "evidence":
-                evidence = event.data["evidence"]
+                evidence, query = event.data["evidence"], event.data.get("query")
             elif event.event == "done":
                 return {
                     "sources": sources,
                     "evidence": evidence,
                     "fetched": fetched,
                     "note": note,
+                    "query": query,
                     **event.data,
                 }
             elif event.event == "error":

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from citedocs import __version__
+from citedocs.answer.conversation import MAX_HISTORY_CHARS, MAX_TURNS
 from citedocs.answer.quotes import QUOTES_LABEL
 from citedocs.answer.retriever import Retriever
 from citedocs.answer.service import MAX_QUESTION_CHARS, AnswerFailed, PreparedAnswer
@@ -64,7 +65,9 @@ Mode = Literal["keyword", "semantic", "hybrid"]
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 VALIDATION_HINTS = {
     "/ask": (f'Send JSON like {{"question": "How do I ...?"}} with a question of 1-{MAX_QUESTION_CHARS} '
-             f'characters, an optional integer k (1-{MAX_ANSWER_K}) and mode (keyword, semantic or hybrid).'),
+             f'characters, an optional integer k (1-{MAX_ANSWER_K}) and mode (keyword, semantic or hybrid), and '
+             f'for a follow-up a history of at most {MAX_TURNS} turns {{"role": "user" or "assistant", "content": '
+             f'"..."}}, {MAX_HISTORY_CHARS:,} characters in all (start a new conversation when it grows longer).'),
     "/search": (f'Send JSON like {{"query": "rotate logs"}} with a query of 1-{MAX_QUESTION_CHARS} characters, an '
                 f"optional integer k (1-{MAX_K}), mode (keyword, semantic or hybrid), source and file_type."),
 }  # fmt: skip
@@ -87,14 +90,31 @@ class _Question(BaseModel):
         return value
 
 
+class HistoryTurn(BaseModel):
+    """One earlier turn of a follow-up (answer/conversation.py)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    role: Literal["user", "assistant"]
+    content: str = Field(max_length=MAX_HISTORY_CHARS)
+
+
 class AskRequest(_Question):
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     k: int | None = Field(default=None, ge=1, le=MAX_ANSWER_K)
     mode: Mode | None = None
     source: str | None = None
+    history: list[HistoryTurn] = Field(default_factory=list, max_length=MAX_TURNS)
 
     _blank = field_validator("question")(_Question._not_blank)
     _plain = field_validator("source")(_Question._no_control)
+
+    @field_validator("history")
+    @classmethod
+    def _bounded(cls, value: list[HistoryTurn]) -> list[HistoryTurn]:
+        chars = sum(len(turn.content) for turn in value)
+        if chars > MAX_HISTORY_CHARS:
+            raise ValueError(f"has {chars:,} characters; at most {MAX_HISTORY_CHARS:,} are allowed")
+        return value
 
 
 class SearchRequest(_Question):
@@ -137,7 +157,8 @@ router = APIRouter()
 
 async def _prepare(state: ApiState, body: AskRequest) -> PreparedAnswer:
     try:
-        return await state.answers.prepare(body.question, k=body.k, mode=body.mode, source=body.source)
+        return await state.answers.prepare(body.question, k=body.k, mode=body.mode, source=body.source,
+                                           history=[turn.model_dump() for turn in body.history])  # fmt: skip
     except (InputError, NotFoundError):
         raise
     except CitedocsError as exc:

@@ -17,7 +17,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["MAX_BODY_BYTES", "AnswerSlots", "BodyLimitMiddleware", "BodyTooLarge", "error_envelope"]
 
-MAX_BODY_BYTES = 16 * 1024
+# A question with a follow-up's history (at most 8,000 characters, answer/conversation.py) fits even as JSON
+# \u escapes of Japanese (6 bytes a character).
+MAX_BODY_BYTES = 96 * 1024
 
 
 def error_envelope(code: str, message: str, hint: str, **extra: object) -> dict[str, object]:

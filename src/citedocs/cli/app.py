@@ -427,91 +427,41 @@ def read(
 
 @app.command()
 def ask(
-    question: Annotated[str, typer.Argument(help="A question about your documents.")],
+    question: Annotated[str | None, typer.Argument(help="A question about your documents.")] = None,
     k: Annotated[int | None, typer.Option("-k", "--top-k", help="Sources to give the model (1-50).")] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="keyword | semantic | hybrid")] = None,
+    chat: Annotated[
+        bool,
+        typer.Option(
+            "--chat", help="A conversation: ask follow-up questions, one a line; empty line or EOF ends."
+        ),
+    ] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Answer from your documents with a local LLM; every citation is checked before it is shown."""
+    """Answer from your documents with a local LLM; every citation is checked before it is shown.
 
-    def show(event: AnswerEvent) -> None:
-        if as_json:
-            return
-        if event.event == "evidence" and event.data.get("evidence"):
-            sys.stdout.write(shown(evidence_text(event.data)))
-            sys.stdout.flush()
-        elif event.event == "token":
-            sys.stdout.write(shown(event.data["text"]))  # model output: never terminal control
-            sys.stdout.flush()
-        elif event.event == "fetching" and not as_json:
-            console.print(f"[dim]fetching {len(event.data['urls'])} documentation page(s) first …[/dim]")
-        elif event.event == "fetched" and not as_json:
-            got = event.data
-            status = f"{got['chunks']} passages" if got["ok"] else f"failed: {escape(str(got['error']))}"
-            console.print(
-                f"[dim]  {escape(one_line(got['url']))} · {one_line(status)} · {got['ms']:.0f} ms[/dim]"
-            )
+    With `--chat`, questions are read one a line and each follow-up is answered with the conversation so far
+    (docs/conversations.md); `--json` then prints one answer object a line."""
+    if chat:
+        from citedocs.cli.chat import run_chat
+
+        with service(db, create=False) as app_:
+            run_chat(app_, question, k=k, mode=mode, as_json=as_json)
+        return
+    if question is None:
+        console.print("[red]error:[/red] no question.", highlight=False)
+        console.print('  Run `citedocs ask "your question"`, or `citedocs ask --chat` for a conversation.')
+        raise typer.Exit(2)
+
+    from citedocs.cli.answers import print_answer, show_event
 
     with service(db, create=False) as app_:
-        data = run(lambda: app_.ask(question, k=k, mode=mode, on_event=show))
+        data = run(lambda: app_.ask(question, k=k, mode=mode, on_event=None if as_json else show_event))
     if as_json:
         print_json(data)
         return
-    if data.get("raw_answer") or data.get("refused_before_model"):
-        sys.stdout.write("\n\n")
-    out.print("[bold]Answer (citations checked):[/bold] " + shown(data.get("answer", "")).replace("[", r"\["))
-    cited = set(data.get("citations") or [])
-    for source in data.get("sources", []):
-        if source["n"] in cited:
-            where = (
-                f"p. {source['page']}"
-                if source.get("page")
-                else f"lines {source['line_start']}-{source['line_end']}"
-            )
-            path, heading = escape(one_line(source["path"])), escape(one_line(source.get("heading") or "—"))
-            out.print(f"  \\[{source['n']}] {path} · {where} · {heading}")
-    if data.get("invalid_citations"):
-        out.print(f"[yellow]removed citations to missing sources: {data['invalid_citations']}[/yellow]")
-    if data.get("finish_reason") == "repetition":
-        out.print("[dim](the model began repeating itself and was stopped; the answer keeps one copy)[/dim]")
-    if data.get("refused") and data.get("refusal_reason") and not data.get("refused_before_model"):
-        out.print(f"[dim](withheld: {escape(one_line(data['refusal_reason']))})[/dim]")
-    elif data.get("refused"):
-        out.print("[dim](refused: the documents do not answer this)[/dim]")
-    for line in quote_lines(data):
-        out.print(line)
-
-
-def quote_lines(data: dict[str, Any]) -> list[str]:
-    """The answer's quotes as `citedocs ask` prints them under the synthesis (rich markup, text escaped):
-    verbatim, each with its source number and place; labelled as the answer when there is no synthesis."""
-    quotes = data.get("quotes") or []
-    if not quotes:
-        return []
-    label = data.get("quotes_label") or "Also in the sources (quoted verbatim)"
-    lines = [f"[bold]{escape(str(label))}:[/bold]"]
-    for quote in quotes:
-        name = str(quote.get("url") or str(quote["path"]).rstrip("/").rsplit("/", 1)[-1])
-        where = (
-            f" p. {quote['page']}"
-            if quote.get("page")
-            else (f":{quote['line']}" if quote.get("line") else "")
-        )
-        text = " ".join(str(quote["text"]).split())
-        lines.append(f"  \\[{quote['n']}] “{escape(text)}”  [dim]({escape(name)}{escape(where)})[/dim]")
-    return lines
-
-
-def evidence_text(data: dict[str, Any]) -> str:
-    """The `evidence` event as `citedocs ask` prints it while the model reads."""
-    lines = ["While the model reads, the sentences that match best (not the answer):"]
-    for item in data["evidence"]:
-        name = one_line(str(item["path"]).rstrip("/").rsplit("/", 1)[-1])
-        where = f"p. {item['page']}" if item.get("page") else f"{item['line_start']}-{item['line_end']}"
-        text = " ".join(str(item["text"]).split())
-        lines.append(f"  [{item['n']}] {text}  ({name}:{where})")
-    return "\n".join(lines) + "\n\n"
+    print_answer(data)
 
 
 def parse_read_target(target: str) -> tuple[str, int | None, int | None]:

@@ -253,6 +253,12 @@ _FETCH_PAGES = (
 )
 
 
+_HISTORY = (
+    'For a follow-up question: the earlier turns, oldest first, as {"role": "user" or "assistant", "content": '
+    '"..."} (at most 20 turns, 8,000 characters).'
+)
+
+
 class _SiteTools:
     """llmstxt-doc-search's tools over `app.sites`, and `ask`."""
 
@@ -353,14 +359,17 @@ class _SiteTools:
         return {**info, **self._prefetch(name, fetch_pages)}
 
     def ask(
-        self, question: Annotated[str, Field(description="A question about the indexed documents.")]
+        self,
+        question: Annotated[str, Field(description="A question about the indexed documents.")],
+        history: Annotated[list[dict[str, str]] | None, Field(description=_HISTORY)] = None,
     ) -> dict[str, Any]:
         """Answer a question from the indexed documents with a local language model. Every sentence cites
         numbered sources, and citations are checked. Refuses when the documents do not hold the answer.
         `quotes` are source sentences the answer leaves out, verbatim, each with its source number `n` and
         place (path and line, page or url); with `quotes_label` set they are the whole answer. `evidence` lists
-        the sentences that matched the question best, shown while the model reads (not the answer)."""
-        answer = self.app.ask(question)
+        the sentences that matched the question best, shown while the model reads (not the answer). For a
+        follow-up, pass the earlier turns as `history`; `query` says what was searched."""
+        answer = self.app.ask(question, history=history)
         data: dict[str, Any] = answer.to_dict() if hasattr(answer, "to_dict") else dict(answer)
         if isinstance(data.get("sources"), list):
             fitted = fit_items(data["sources"], self.budget - 4000)

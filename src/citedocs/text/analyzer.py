@@ -37,6 +37,7 @@ __all__ = [
     "index_text",
     "query_groups",
     "query_terms",
+    "salient_words",
     "stem_word",
     "stem_words",
     "terms",
@@ -115,12 +116,13 @@ def _analyse_token(raw: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-# A raw token, or a CJK word and whether it can carry a fact (particles and endings cannot).
-_Token = tuple[str, bool, bool]
+# A raw token, or a CJK word, and its level: 0 grammar (particles, endings), 1 content, 2 content that states
+# a fact (a CJK noun or adjective; every raw token).
+_Token = tuple[str, bool, int]
 
 
 def _tokens(text: str, japanese: bool | None = None, *, query: bool = False) -> Iterator[_Token]:
-    """(raw token or CJK word, is CJK, is content) in reading order; CJK runs are cut by `cjk`.
+    """(raw token or CJK word, is CJK, level) in reading order; CJK runs are cut by `cjk`.
 
     `japanese`: the language of the document the text belongs to (None: the text holds kana); a `query`
     without kana is asked in both CJK forms (`cjk.query_cjk_tokens`)."""
@@ -130,17 +132,17 @@ def _tokens(text: str, japanese: bool | None = None, *, query: bool = False) -> 
     cut = query_cjk_tokens if query else cjk_tokens
     for raw in RAW_TOKEN.findall(text):
         if raw.isascii() or CJK_RUN.search(raw) is None:
-            yield raw, False, True
+            yield raw, False, 2
             continue
         pos = 0
         for match in CJK_RUN.finditer(raw):
             for sub in RAW_TOKEN.findall(raw[pos : match.start()]):
-                yield sub, False, True
+                yield sub, False, 2
             for word, level in cut(match.group(), japanese):
-                yield word, True, level > 0
+                yield word, True, level
             pos = match.end()
         for sub in RAW_TOKEN.findall(raw[pos:]):
-            yield sub, False, True
+            yield sub, False, 2
 
 
 def terms(text: str, japanese: bool | None = None) -> list[str]:
@@ -159,8 +161,8 @@ def index_text(text: str, japanese: bool | None = None) -> str:
     return " ".join(terms(text, japanese))
 
 
-def _is_stopword(raw: str, cjk: bool, content: bool) -> bool:
-    return not content if cjk else raw.lower() in INDEX_STOPWORDS
+def _is_stopword(raw: str, cjk: bool, level: int) -> bool:
+    return level == 0 if cjk else raw.lower() in INDEX_STOPWORDS
 
 
 def query_groups(query: str) -> list[tuple[str, ...]]:
@@ -207,4 +209,22 @@ def fact_groups(text: str) -> list[tuple[str, ...]]:
         analysed = (raw,) if cjk else _analyse_token(raw)
         if analysed and not _is_stopword(raw, cjk, content):
             out.append(analysed)
+    return out
+
+
+def salient_words(text: str) -> list[str]:
+    """The words of `text` that say what it is about, as written, in order, each analysed form once: no
+    stopwords (`CONTENT_STOPWORDS`), of CJK only the words that state a fact (nouns, adjectives: not 為る or
+    出来る). A follow-up question's rewrite carries them
+    from earlier turns (`answer/conversation.py`); the search analyses them again like any query."""
+    seen: set[tuple[str, ...]] = set()
+    out: list[str] = []
+    for raw, cjk, level in _tokens(text):
+        short = len(raw) < 2 and not raw.isdigit()
+        if level < 2 if cjk else (raw.lower() in CONTENT_STOPWORDS or short):
+            continue
+        key = (raw,) if cjk else _analyse_token(raw)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(raw)
     return out

@@ -6,6 +6,7 @@ import { inlineNodes, renderMarkdown } from "./markdown.js";
 import { MAX_QUESTION, languageOf, words } from "./messages.js";
 import { openInContext } from "./reader.js";
 import { clearQuotes, renderQuotes } from "./quotes.js";
+import { beginTurn, endTurn, history, initThread, searched } from "./thread.js";
 
 const CITATION = /\s*\[(?:(?:sources?|refs?|ref\.)\s*)?(\d{1,4}(?:\s*(?:,|-|–|and)\s*\d{1,4})*)\]/gi;
 const UNVERIFIED = /\s*\[unverified\]/gi;
@@ -17,6 +18,7 @@ let noModelShown = false;
 let say = words("en"); // the current question's language
 
 export function initAsk() {
+  initThread();
   $("ask-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const question = $("question").value.trim();
@@ -308,6 +310,7 @@ function handle(event, data, state) {
   if (event === "sources") {
     renderSources(data.sources, data.note);
   } else if (event === "evidence") {
+    searched(data.query);
     if (!state.text) renderEvidence(data);
   } else if (event === "token") {
     state.text += data.text;
@@ -316,6 +319,7 @@ function handle(event, data, state) {
     state.finished = true;
     renderDone(data);
     renderQuotes(data.quotes, data.quotes_label, citeButton);
+    endTurn(data, sources);
   } else if (event === "error") {
     state.finished = true;
     if (data.partial) renderStreaming(data.partial);
@@ -392,12 +396,18 @@ async function ask(question, retried = false) {
   const state = { text: "", finished: false };
   $("ask").disabled = true;
   $("stop").disabled = false;
+  const earlier = history();
+  beginTurn(question);
   reset();
   try {
     const response = await fetch("/ask", {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify({ question, ...($("ask-source").value ? { source: $("ask-source").value } : {}) }),
+      body: JSON.stringify({
+        question,
+        ...(earlier.length ? { history: earlier } : {}),
+        ...($("ask-source").value ? { source: $("ask-source").value } : {}),
+      }),
       signal: controller.signal,
     });
     if (response.status === 401 && !retried && await signIn()) {
@@ -424,6 +434,7 @@ async function ask(question, retried = false) {
   } finally {
     $("answer").classList.remove("streaming");
     $("stop").disabled = true;
+    if (state.finished) $("question").value = "";
     controller = null;
     checkLength();
   }
