@@ -178,7 +178,6 @@ class PreparedAnswer:
         chosen = choose_quotes(asked, self.hits, synthesis, scored=self.scored, model_refused=model_refused)
         return [q.to_dict() for q in chosen]
 
-
     @property
     def searched(self) -> FollowUpQuery:
         return self.query or FollowUpQuery(self.question)

@@ -27,7 +27,9 @@ def show_event(event: Any) -> None:
     elif event.event == "fetched":
         got = event.data
         status = f"{got['chunks']} passages" if got["ok"] else f"failed: {escape(str(got['error']))}"
-        console.print(f"[dim]  {escape(one_line(got['url']))} · {one_line(status)} · {got['ms']:.0f} ms[/dim]")
+        console.print(
+            f"[dim]  {escape(one_line(got['url']))} · {one_line(status)} · {got['ms']:.0f} ms[/dim]"
+        )
 
 
 def print_answer(data: dict[str, Any]) -> None:
@@ -68,7 +70,11 @@ def quote_lines(data: dict[str, Any]) -> list[str]:
     lines = [f"[bold]{escape(str(label))}:[/bold]"]
     for quote in quotes:
         name = one_line(quote.get("url") or str(quote["path"]).rstrip("/").rsplit("/", 1)[-1])
-        where = f" p. {quote['page']}" if quote.get("page") else (f":{quote['line']}" if quote.get("line") else "")
+        where = (
+            f" p. {quote['page']}"
+            if quote.get("page")
+            else (f":{quote['line']}" if quote.get("line") else "")
+        )
         text = one_line(" ".join(str(quote["text"]).split()))
         lines.append(f"  \\[{quote['n']}] “{escape(text)}”  [dim]({escape(name)}{escape(where)})[/dim]")
     return lines

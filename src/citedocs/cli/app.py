@@ -17,7 +17,6 @@ from citedocs.cli.hit_lines import Style, hit_lines
 from citedocs.cli.terminal import one_line, shown
 
 if TYPE_CHECKING:
-    from citedocs.answer.events import AnswerEvent
     from citedocs.index.folders import IndexProgress
     from citedocs.service import Citedocs
 
