@@ -329,10 +329,8 @@ class Citedocs:
 
         `on_event` sees each event as it happens (the CLI prints tokens as they stream)."""
         from citedocs.answer.oneshot import ask_blocking
-        from citedocs.answer.retriever import LocalRetriever
 
-        retriever = LocalRetriever(self, wait_for_model=True)
-        return ask_blocking(retriever, self.settings, question, k=k, mode=mode, on_event=on_event)
+        return ask_blocking(self, question, k=k, mode=mode, on_event=on_event)
 
     def fetch_site_page(self, url: str, *, embed: bool = True) -> int:
         """Fetch a listed page into the index (its chunks replace its link); returns its chunk count.

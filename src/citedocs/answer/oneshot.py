@@ -1,7 +1,7 @@
-"""One question, answered outside a server: for `citedocs ask` and the MCP `ask` tool.
+"""One question, answered outside a server: for `citedocs ask` when no `citedocs serve` runs on the index.
 
 It starts the configured model (an external endpoint, or a llama.cpp server for a GGUF file) only when the
-relevance gate lets the question through, and stops what it started.
+relevance gate lets the question through (`AnswerEngine`), and stops what it started.
 """
 
 from __future__ import annotations
@@ -11,60 +11,26 @@ import concurrent.futures
 from collections.abc import Callable
 from typing import Any
 
-from citedocs.answer.retriever import Retriever
-from citedocs.answer.service import AnswerEvent, AnswerService, collect
-from citedocs.errors import LLMError
-from citedocs.llm.model import ModelHandle
-from citedocs.settings import Settings
-
-MODEL_START_TIMEOUT_S = 600.0
+from citedocs.answer.engine import AnswerEngine, Library
+from citedocs.answer.service import AnswerEvent
 
 
 async def ask_async(
-    retriever: Retriever,
-    settings: Settings,
+    app: Library,
     question: str,
     *,
     k: int | None = None,
     mode: str | None = None,
     on_event: Callable[[AnswerEvent], None] | None = None,
 ) -> dict[str, Any]:
-    handle = ModelHandle.from_settings(settings)
-    service = AnswerService(retriever, handle.client, settings)
-    prepared = await service.prepare(question, k=k, mode=mode)
-    ready = asyncio.Event()
+    engine = AnswerEngine(app)
     try:
-        if prepared.gate.allowed:
-            if handle.server is not None:
-
-                def on_ready(client: Any) -> None:
-                    service.llm = client
-                    ready.set()
-
-                await handle.start(on_ready)
-                waited = 0.0
-                while (
-                    not ready.is_set() and handle.state not in ("failed",) and waited < MODEL_START_TIMEOUT_S
-                ):
-                    await asyncio.sleep(0.25)
-                    waited += 0.25
-            problem = handle.unavailable()
-            if problem is not None:
-                _, message, hint = problem
-                raise LLMError(message, hint)
-
-        async def events() -> Any:
-            async for event in service.generate(prepared):
-                if on_event is not None:
-                    on_event(event)
-                yield event
-
-        return await collect(events())
+        return await engine.ask(question, k=k, mode=mode, on_event=on_event)
     finally:
-        await handle.stop()
+        await engine.stop()
 
 
-def ask_blocking(retriever: Retriever, settings: Settings, question: str, **kwargs: Any) -> dict[str, Any]:
+def ask_blocking(app: Library, question: str, **kwargs: Any) -> dict[str, Any]:
     """Run `ask_async` on a fresh event loop in its own thread, so callers inside a loop can use it too."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, ask_async(retriever, settings, question, **kwargs)).result()
+        return pool.submit(asyncio.run, ask_async(app, question, **kwargs)).result()

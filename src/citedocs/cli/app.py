@@ -257,6 +257,8 @@ def _embedder_line(embedder: dict[str, Any]) -> str:
 
 
 def _llm_line(llm: dict[str, Any]) -> str:
+    if llm["configured"] and not llm["can_answer"]:
+        return f"LLM: cannot answer: {llm['problem']} {llm['next_step']}"
     if llm["kind"] == "external":
         return f"LLM: {llm['base_url']} (model {llm['model']!r})"
     if llm["kind"] == "installed":
@@ -264,10 +266,7 @@ def _llm_line(llm: dict[str, Any]) -> str:
                 "(started by `citedocs serve`, `ask` and `mcp`)")  # fmt: skip
     if llm["kind"] == "gguf":
         return f"LLM: {llm['gguf']} through {llm['llama_server']} (started by `citedocs serve` and `citedocs ask`)"
-    return (
-        "LLM: none configured; search works; for answers run `citedocs model install`, or set "
-        "CITEDOCS_LLM_BASE_URL or CITEDOCS_LLM_GGUF (see docs/models.md)"
-    )
+    return f"LLM: none; search works. {llm['problem']} {llm['next_step']} (docs/models.md)"
 
 
 @app.command()

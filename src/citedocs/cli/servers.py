@@ -37,6 +37,7 @@ def serve(
     """HTTP API (/ask, /search, /healthz, /stats), MCP at /mcp and the web page at /."""
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from citedocs.answer.engine import AnswerEngine
     from citedocs.api.app import create_app
     from citedocs.api.guard import allowed_hosts, allowed_origins
     from citedocs.cli.common import exit_code_for
@@ -44,6 +45,7 @@ def serve(
     from citedocs.errors import CitedocsError
     from citedocs.httpd import bind, serve
     from citedocs.httpd import stop_normally_on_signals as stop_normally
+    from citedocs.llm.model import ModelHandle
     from citedocs.mcp import http_app
     from citedocs.service import Citedocs
 
@@ -75,8 +77,11 @@ def serve(
         names = [*settings.mcp_allowed_hosts, *([] if settings.host in LOOPBACK_OR_ANY else [shown])]
         hosts = allowed_hosts(names)
         security = TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=allowed_origins(hosts))
-        mcp_app = http_app(library, read_only, host=settings.host, path="/", security=security)
-        api = create_app(settings, library, extra_mounts={"/mcp": mcp_app}, hosts=hosts)
+        # one warm model for the process: POST /ask, the page and MCP `ask` on /mcp all answer through it
+        model = ModelHandle.from_settings(settings)
+        engine = AnswerEngine(library, model)
+        mcp_app = http_app(library, read_only, host=settings.host, path="/", security=security, engine=engine)
+        api = create_app(settings, library, extra_mounts={"/mcp": mcp_app}, hosts=hosts, model=model)
         if settings.host not in ("127.0.0.1", "localhost", "::1") and not settings.mcp_allowed_hosts:
             which = "127.0.0.1 or localhost" + ("" if settings.host in LOOPBACK_OR_ANY else f" or {shown}")
             console.print(f"note: only requests whose Host header is {which} are answered; set "
