@@ -128,7 +128,8 @@ def test_status_names_the_embedder_and_the_llm_without_secrets(tmp_path: Path) -
     assert "LLM: http://127.0.0.1:9/v1 (model 'qwen')" in text
     data = json.loads(citedocs("status", "--json", db=tmp_path / "i.db", **env).stdout)
     assert data["llm"] == {"configured": True, "kind": "external", "model": "qwen",
-                           "base_url": "http://127.0.0.1:9/v1"}  # fmt: skip
+                           "base_url": "http://127.0.0.1:9/v1", "can_answer": True, "problem": None,
+                           "next_step": None}  # fmt: skip
     assert "hunter2" not in text + json.dumps(data) and "abc" not in text
     none = citedocs("status", db=tmp_path / "i.db").stdout
     assert "LLM: none configured" in none and "CITEDOCS_LLM_BASE_URL" in none

@@ -92,7 +92,9 @@ def test_three_asks_to_one_citedocs_mcp_start_the_model_server_once(tmp_path: Pa
     db = str(tmp_path / "index.sqlite3")
     subprocess.run([sys.executable, "-m", "citedocs", "add", str(tmp_path / "docs"), "--db", db], env=env,
                    check=True, capture_output=True)  # fmt: skip
-    params = StdioServerParameters(command=sys.executable, args=["-m", "citedocs", "mcp", "--db", db], env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "citedocs", "mcp", "--db", db], env=env
+    )
 
     async def main() -> list[str]:
         with open(tmp_path / "mcp-stderr.txt", "w", encoding="utf-8") as err:
@@ -130,6 +132,12 @@ def test_five_answers_through_one_serve_over_mcp_and_http_start_the_model_server
         assert "9464" in last["answer"]
         runs = started(starts)
         assert len(runs) == 1, runs  # two HTTP answers and three MCP answers, one model server
+        db = str(tmp_path / "index.sqlite3")
+        cli = subprocess.run([sys.executable, "-m", "citedocs", "ask", QUESTION, "--json", "--db", db], env=env,
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert cli.returncode == 0, cli.stderr
+        assert "9464" in json.loads(cli.stdout)["answer"]
+        assert len(started(starts)) == 1  # `citedocs ask` used the running serve's model, started none
     finally:
         stop(proc)
     assert gone(runs[0]["pid"]), "the model server outlived `citedocs serve`"

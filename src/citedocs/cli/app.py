@@ -407,8 +407,10 @@ def ask(
             status = f"{got['chunks']} passages" if got["ok"] else f"failed: {escape(str(got['error']))}"
             console.print(f"[dim]  {escape(got['url'])} · {status} · {got['ms']:.0f} ms[/dim]")
 
-    with service(db) as app_:
-        data = run(lambda: app_.ask(question, k=k, mode=mode, on_event=show))
+    data = _ask_remote(db, question, k, mode)  # a `citedocs serve` on this index answers with its warm model
+    if data is None:
+        with service(db) as app_:
+            data = run(lambda: app_.ask(question, k=k, mode=mode, on_event=show))
     if as_json:
         print_json(data)
         return
@@ -432,6 +434,26 @@ def ask(
         out.print(f"[dim](withheld: {escape(str(data['refusal_reason']))})[/dim]")
     elif data.get("refused"):
         out.print("[dim](refused: the documents do not answer this)[/dim]")
+
+
+def _ask_remote(db: str | None, question: str, k: int | None, mode: str | None) -> dict[str, Any] | None:
+    """The answer of a `citedocs serve` running on this index, or None to answer here; its errors end the
+    command, as they would here."""
+    from citedocs.cli import remote
+
+    settings = settings_for(db)
+    if settings.db.startswith(("postgresql://", "postgres://")):
+        return None
+    reply = remote.ask(settings.db_path.resolve(), {"question": question, "k": k, "mode": mode})
+    if reply is None:
+        return None
+    if reply.error is not None:
+        console.print(
+            f"[red]error:[/red] {escape(reply.error.get('message', ''))} {escape(reply.error.get('hint', ''))}"
+        )
+        raise typer.Exit(remote.exit_code(reply.status))
+    data: dict[str, Any] = reply.body.get("data") or {}
+    return data
 
 
 def evidence_text(data: dict[str, Any]) -> str:
