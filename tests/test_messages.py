@@ -140,9 +140,11 @@ def test_status_with_a_gguf_model_starts_no_server(tmp_path: Path) -> None:
     server = tmp_path / "llama-server"
     server.write_text(f"#!/bin/sh\ntouch {marker}\nsleep 30\n")
     server.chmod(server.stat().st_mode | stat.S_IXUSR)
+    (tmp_path / "model.gguf").write_bytes(b"GGUF")
     env = {"CITEDOCS_LLM_GGUF": str(tmp_path / "model.gguf"), "CITEDOCS_LLAMA_SERVER": str(server)}
     data = json.loads(citedocs("status", "--json", db=tmp_path / "i.db", **env).stdout)
     assert data["llm"]["kind"] == "gguf" and data["llm"]["gguf"] == str(tmp_path / "model.gguf")
+    assert data["llm"]["can_answer"] is True
     assert f"LLM: {tmp_path / 'model.gguf'}" in citedocs("status", db=tmp_path / "i.db", **env).stdout
     assert not marker.exists()
 

@@ -266,7 +266,7 @@ def _llm_line(llm: dict[str, Any]) -> str:
                 "(started by `citedocs serve`, `ask` and `mcp`)")  # fmt: skip
     if llm["kind"] == "gguf":
         return f"LLM: {llm['gguf']} through {llm['llama_server']} (started by `citedocs serve` and `citedocs ask`)"
-    return f"LLM: none; search works. {llm['problem']} {llm['next_step']} (docs/models.md)"
+    return f"LLM: none configured; search works; for answers: {llm['next_step']} (docs/models.md)"
 
 
 @app.command()
