@@ -65,7 +65,11 @@ def measure(
             for messages in prompts:
                 body = {"messages": messages, "max_tokens": 64, "temperature": 0, "cache_prompt": False,
                         "ignore_eos": True}  # fmt: skip
-                timings = client.post(url + "/v1/chat/completions", json=body).json()["timings"]
+                try:
+                    timings = client.post(url + "/v1/chat/completions", json=body).json()["timings"]
+                except httpx.HTTPError as exc:  # a starved machine: say so, keep the other rows
+                    print(f"- {command[-1]}: a prompt failed ({type(exc).__name__}); left out")
+                    continue
                 out.append(
                     (timings["prompt_per_second"], timings["predicted_per_second"], timings["prompt_n"])
                 )

@@ -293,6 +293,9 @@ def _install_prebuilt(
         shutil.rmtree(target, ignore_errors=True)
         os.replace(staging, target)
         shutil.rmtree(cache, ignore_errors=True)
+        for older in target.parent.iterdir():  # a wheel an earlier citedocs pinned: the launcher moves on
+            if older != target and older.is_dir() and not older.name.endswith(".unpacking"):
+                shutil.rmtree(older, ignore_errors=True)
     launcher = paths.prebuilt_server
     launcher.parent.mkdir(parents=True, exist_ok=True)
     staging_launcher = launcher.with_name(launcher.name + ".new")
