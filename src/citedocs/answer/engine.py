@@ -94,6 +94,7 @@ class AnswerEngine:
         return anyio.from_thread.run(lambda: self.ask(question))
 
     async def stop(self) -> None:
-        """Stop the model server and client if this engine made them."""
+        """Stop the model server and client if this engine made them, and flush its traces."""
         if self.owns:
             await self.handle.stop()
+        self.service.tracer.shutdown()
