@@ -117,6 +117,9 @@ def main() -> None:
             ready, rows = measure(*variants[name], args.gguf, prompts)
             starts[name].append(ready)
             results[name] += rows
+            for prompt_rate, gen_rate, n in rows:  # as they come, so a run cut short still shows them
+                print(f"- round {round_ + 1}, {name}: ready {ready:.1f} s, {n} prompt tokens at "
+                      f"{prompt_rate:.1f}/s, generated {gen_rate:.1f}/s", flush=True)  # fmt: skip
     print(
         "| server | start to ready s P50 | prompt tokens P50 | prompt tokens/s P50 | generated tokens/s P50 |"
     )
