@@ -119,7 +119,7 @@ def run_config(
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gguf", required=True)
-    parser.add_argument("--llama-server", default=os.environ.get("CITEDOCS_LLAMA_SERVER", "llama-server"))
+    parser.add_argument("--llama-server", default=os.environ.get("CITEDOCS_LLM_SERVER", "llama-server"))
     parser.add_argument("--users", type=int, default=4)
     parser.add_argument("--minutes", type=float, default=3)
     parser.add_argument("--max-concurrent", type=int, default=4)

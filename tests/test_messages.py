@@ -142,7 +142,8 @@ def test_status_names_the_embedder_and_the_llm_without_secrets(tmp_path: Path) -
     assert "LLM: http://127.0.0.1:9/v1 (model 'qwen')" in text
     data = json.loads(citedocs("status", "--json", db=tmp_path / "i.db", **env).stdout)
     assert data["llm"] == {"configured": True, "kind": "external", "model": "qwen",
-                           "base_url": "http://127.0.0.1:9/v1"}  # fmt: skip
+                           "base_url": "http://127.0.0.1:9/v1", "can_answer": True, "problem": None,
+                           "next_step": None}  # fmt: skip
     assert "hunter2" not in text + json.dumps(data) and "abc" not in text
     none = citedocs("status", db=tmp_path / "i.db").stdout
     assert "LLM: none configured" in none and "CITEDOCS_LLM_BASE_URL" in none
@@ -153,10 +154,12 @@ def test_status_with_a_gguf_model_starts_no_server(tmp_path: Path) -> None:
     server = tmp_path / "llama-server"
     server.write_text(f"#!/bin/sh\ntouch {marker}\nsleep 30\n")
     server.chmod(server.stat().st_mode | stat.S_IXUSR)
+    (tmp_path / "model.gguf").write_bytes(b"GGUF")
     env = {"CITEDOCS_LLM_GGUF": str(tmp_path / "model.gguf"), "CITEDOCS_LLM_SERVER": str(server)}
     new_index(tmp_path)
     data = json.loads(citedocs("status", "--json", db=tmp_path / "i.db", **env).stdout)
     assert data["llm"]["kind"] == "gguf" and data["llm"]["gguf"] == str(tmp_path / "model.gguf")
+    assert data["llm"]["can_answer"] is True
     assert f"LLM: {tmp_path / 'model.gguf'}" in citedocs("status", db=tmp_path / "i.db", **env).stdout
     assert not marker.exists()
 

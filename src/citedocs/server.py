@@ -62,6 +62,8 @@ def create_server(
     `no_auth` says it is meant."""
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from citedocs.answer.engine import AnswerEngine
+    from citedocs.llm.model import ModelHandle
     from citedocs.mcp import http_app
 
     refuse_open_without_auth(settings.host, settings.auth, no_auth)
@@ -80,8 +82,13 @@ def create_server(
         library.start_model()
         hosts = allowed_hosts(settings.mcp_allowed_hosts, bind_host=settings.host)
         security = TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=allowed_origins(hosts))
-        mcp_app = http_app(library, read_only_tools, host=settings.host, path="/", security=security)
-        app = create_app(settings, library, extra_mounts={"/mcp": mcp_app}, hosts=hosts)
+        # one warm model for the process: POST /ask, the page and MCP `ask` on /mcp all answer through it
+        model = ModelHandle.from_settings(settings)
+        engine = AnswerEngine(library, model)
+        mcp_app = http_app(
+            library, read_only_tools, host=settings.host, path="/", security=security, engine=engine
+        )
+        app = create_app(settings, library, extra_mounts={"/mcp": mcp_app}, hosts=hosts, model=model)
     except BaseException:
         library.close()
         sock.close()

@@ -364,11 +364,8 @@ class Citedocs:
         `on_event` sees each event as it happens (the CLI prints tokens as they stream); `history` holds the
         earlier turns of a follow-up (`{"role", "content"}` mappings or `answer.conversation.Turn`s)."""
         from citedocs.answer.oneshot import ask_blocking
-        from citedocs.answer.retriever import LocalRetriever
 
-        retriever = LocalRetriever(self, wait_for_model=True)
-        return ask_blocking(retriever, self.settings, question, k=k, mode=mode, on_event=on_event,
-                            history=history)  # fmt: skip
+        return ask_blocking(self, question, k=k, mode=mode, on_event=on_event, history=history)
 
     def chat(
         self,
@@ -383,11 +380,8 @@ class Citedocs:
         it as history, the model started once; `on_answer(answer or error, turns dropped)` after each. Returns
         the turns (`answer.conversation.Turn`)."""
         from citedocs.answer.oneshot import chat_blocking
-        from citedocs.answer.retriever import LocalRetriever
 
-        retriever = LocalRetriever(self, wait_for_model=True)
-        return chat_blocking(retriever, self.settings, read_question, on_answer, k=k, mode=mode,
-                             on_event=on_event)  # fmt: skip
+        return chat_blocking(self, read_question, on_answer, k=k, mode=mode, on_event=on_event)
 
     def fetch_site_page(self, url: str, *, embed: bool = True) -> int:
         """Fetch a listed page into the index (its chunks replace its link); returns its chunk count.

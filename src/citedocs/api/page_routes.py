@@ -51,6 +51,9 @@ class LlmProbe:
         info: dict[str, Any] = {"configured": state != "none", "state": state,
                                 "model": (handle.name or described.get("model") or described.get("name")),
                                 "base_url": described.get("base_url"), "reachable": None}  # fmt: skip
+        problem = handle.unavailable()  # the verdict `status` and MCP's tool list give, once the model is up
+        info["can_answer"] = problem is None
+        info["problem"], info["next_step"] = (problem[1], problem[2]) if problem else (None, None)
         if "endpoints" in described:
             info["reachable"] = any(e["state"] != "down" for e in described["endpoints"])
         elif state == "ready":

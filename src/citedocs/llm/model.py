@@ -12,36 +12,87 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from citedocs.llm.client import ChatModel, LLMClient
-from citedocs.llm.install import chosen_model, server_binary
+from citedocs.llm.install import chosen_model, installed_models, server_binary
 from citedocs.llm.llama import LlamaServer
 from citedocs.llm.pool import LLMPool, split_urls
 from citedocs.llm.wire import redact_url
 from citedocs.settings import Settings
 
-__all__ = ["ModelHandle"]
+__all__ = ["ModelHandle", "Readiness", "configured_llm", "readiness"]
 
 log = logging.getLogger(__name__)
 
 
+INSTALL_STEP = (
+    "Run `citedocs model install` (a local model and a prebuilt server, a few minutes the first time)"
+)
+NONE_STEP = (f"{INSTALL_STEP}, or set CITEDOCS_LLM_BASE_URL to an OpenAI-compatible server, or CITEDOCS_LLM_GGUF "
+             "to a GGUF file.")  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """Whether answers can run with what is configured and installed, and if not why and the one step that
+    makes them run. `status`, `model list`, the page and MCP's tool list all read this one value."""
+
+    can_answer: bool
+    problem: str | None = None
+    next_step: str | None = None
+
+
+def _no_server(binary: str) -> Readiness | None:
+    if shutil.which(binary) is not None:
+        return None
+    return Readiness(False, f"There is no llama.cpp server to run the model ({binary!r} is not an executable).",
+                     f"{INSTALL_STEP}; it installs a prebuilt server, or set CITEDOCS_LLM_SERVER to one.")  # fmt: skip
+
+
+def readiness(settings: Settings) -> Readiness:
+    """Checked from the settings and files alone (a stat or two): starts nothing, opens no connection. A
+    remote endpoint counts as able to answer; whether it is up is the page's and /healthz's question."""
+    if split_urls(settings.llm_base_url):
+        return Readiness(True)
+    if settings.llm_gguf:
+        if not Path(settings.llm_gguf).expanduser().is_file():
+            return Readiness(False, f"CITEDOCS_LLM_GGUF names {settings.llm_gguf}, which is not a file.",
+                             "Point CITEDOCS_LLM_GGUF at a GGUF file, or unset it and run `citedocs model install`.")  # fmt: skip
+        return _no_server(server_binary(settings)) or Readiness(True)
+    installed = chosen_model(settings)
+    if installed is not None:
+        return _no_server(server_binary(settings)) or Readiness(True)
+    if settings.llm_local_model or installed_models(settings):
+        name = settings.llm_local_model or "the installed model"
+        return Readiness(False, f"{name} is not installed as it was checked (missing, or changed on disk).",
+                         f"Run `citedocs model install{' --model ' + settings.llm_local_model if settings.llm_local_model else ''}` to check it again.")  # fmt: skip
+    return Readiness(False, "No language model is configured, so questions cannot be answered (search works).",
+                     NONE_STEP)  # fmt: skip
+
+
 def configured_llm(settings: Settings) -> dict[str, Any]:
     """Which model `from_settings` would answer with (the same order: URLs, then a GGUF), described from the
-    settings alone, so `status` starts no model server and opens no connection."""
+    settings alone, so `status` starts no model server and opens no connection; `can_answer`, `problem` and
+    `next_step` are `readiness`."""
+    ready = readiness(settings)
+    verdict = {"can_answer": ready.can_answer, "problem": ready.problem, "next_step": ready.next_step}
     urls = split_urls(settings.llm_base_url)
     if urls:
         return {"configured": True, "kind": "external", "model": settings.llm_model,
-                "base_url": ",".join(redact_url(url) for url in urls)}  # fmt: skip
+                "base_url": ",".join(redact_url(url) for url in urls), **verdict}  # fmt: skip
     if settings.llm_gguf:
         return {"configured": True, "kind": "gguf", "model": settings.llm_model, "gguf": settings.llm_gguf,
-                "llama_server": settings.llm_server}  # fmt: skip
+                "llama_server": server_binary(settings), **verdict}  # fmt: skip
     installed = chosen_model(settings)
     if installed is not None:
         return {"configured": True, "kind": "installed", "model": installed.name, "gguf": installed.path,
-                "llama_server": server_binary(settings), "license": installed.license}  # fmt: skip
-    return {"configured": False, "kind": "none", "model": None}
+                "llama_server": server_binary(settings), "license": installed.license, **verdict}  # fmt: skip
+    return {"configured": False, "kind": "none", "model": None, **verdict}
 
 
 class ModelHandle:
@@ -60,6 +111,7 @@ class ModelHandle:
         self._starting: asyncio.Task[None] | None = None
         self.error = ""
         self.name = ""  # an installed model's catalogue name, when it is what answers
+        self.blocked: Readiness | None = None  # why answers cannot run with these settings (`readiness`)
 
     @classmethod
     def from_settings(cls, settings: Settings, llm: ChatModel | None = None) -> ModelHandle:
@@ -71,8 +123,14 @@ class ModelHandle:
         if urls:
             one = settings.model_copy(update={"llm_base_url": urls[0]})
             return cls(settings, LLMClient.from_settings(one), owns_client=True)
+        ready = readiness(settings)
+        if not ready.can_answer:
+            handle = cls(settings)
+            handle.blocked = ready
+            return handle
         if settings.llm_gguf:
-            return cls(settings, server=LlamaServer.from_settings(settings), owns_client=True)
+            local = settings.model_copy(update={"llama_server": server_binary(settings)})
+            return cls(local, server=LlamaServer.from_settings(local), owns_client=True)
         installed = chosen_model(settings)
         if installed is not None:
             local = settings.model_copy(update={"llm_gguf": installed.path, "llm_server": server_binary(settings),
@@ -126,9 +184,8 @@ class ModelHandle:
         if state in ("ready", "external") and self.client is not None:
             return None
         if state == "none":
-            return (503, "No language model is configured, so questions cannot be answered (search works).",
-                    "Run `citedocs model install` (a local model, minutes the first time), or set "
-                    "CITEDOCS_LLM_BASE_URL to an OpenAI-compatible server, or CITEDOCS_LLM_GGUF to a GGUF file.")  # fmt: skip
+            blocked = self.blocked or readiness(self.settings)
+            return (503, blocked.problem or "No language model can answer.", blocked.next_step or NONE_STEP)
         if state in ("starting", "restarting", "stopped"):
             return (503, f"The local model server is {state}.", "Retry in a few seconds.")
         hint = (f"Run `citedocs model install --model {self.name}` to check the model and server again, then "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
 from mcp.server import MCPServer
@@ -97,6 +97,9 @@ def tool_scope(name: str) -> access.Scope:
 
 
 class CitedocsMCPServer(MCPServer):
+    # stops what answering started (a model server), on the loop it ran on; set by `build_server`
+    answers_close: Callable[[], Awaitable[None]] | None = None
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """Arguments that fail validation are a tool error in plain words, not pydantic's text and URL; a
         token's scope is checked per tool, and the call runs as that token (its sources only)."""

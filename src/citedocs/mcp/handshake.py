@@ -122,10 +122,11 @@ def tools_list_result(protocol: str, *, read_only: bool, answers: bool) -> dict[
 
 
 def answers_enabled(app: Citedocs) -> bool:
-    """A base URL, a GGUF or an installed model (`citedocs model install`): the settings alone decide."""
-    from citedocs.llm.model import configured_llm
+    """Whether `ask` can run: a base URL, or a GGUF or installed model with a server to run it
+    (`llm.model.readiness`, the same verdict `status` and `model list` print)."""
+    from citedocs.llm.model import readiness
 
-    return bool(configured_llm(app.settings)["configured"])
+    return readiness(app.settings).can_answer
 
 
 def instructions_for(app: Citedocs, *, read_only: bool, max_chars: int, answers: bool | None = None) -> str:
@@ -155,4 +156,9 @@ def instructions_for(app: Citedocs, *, read_only: bool, max_chars: int, answers:
         lines.append("- This server is read-only: folders and sites cannot be added or removed here.")
     if answers_enabled(app) if answers is None else answers:
         lines.append("- ask(question) answers from the index with checked citations.")
+    else:
+        from citedocs.llm.model import readiness
+
+        why = readiness(app.settings)
+        lines.append(f"- There is no ask tool: {why.problem} For the user: {why.next_step}")
     return "\n".join(lines)

@@ -221,16 +221,22 @@ async def serve_stdio(
             "stdin": anyio.wrap_file(_Unowned(wire[0], encoding="utf-8", errors="replace")),
             "stdout": anyio.wrap_file(_Unowned(wire[1], encoding="utf-8")),
         }
-    async with anyio.create_task_group() as tg:
+    try:
+        async with anyio.create_task_group() as tg:
 
-        async def stop_on_signal() -> None:
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                async for _ in signals:
-                    tg.cancel_scope.cancel()
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for _ in signals:
+                        tg.cancel_scope.cancel()
 
-        tg.start_soon(stop_on_signal)
-        async with stdio_server(**streams) as (read_stream, write_stream):
-            pending = _Pending()
-            await lowlevel.run(_Reader(read_stream, pending, replay, write_stream), _Writer(write_stream, pending),
-                               lowlevel.create_initialization_options())  # fmt: skip
-        tg.cancel_scope.cancel()
+            tg.start_soon(stop_on_signal)
+            async with stdio_server(**streams) as (read_stream, write_stream):
+                pending = _Pending()
+                await lowlevel.run(_Reader(read_stream, pending, replay, write_stream), _Writer(write_stream, pending),
+                                   lowlevel.create_initialization_options())  # fmt: skip
+            tg.cancel_scope.cancel()
+    finally:
+        close = getattr(server, "answers_close", None)  # the model server `ask` started, if any
+        if close is not None:
+            with anyio.CancelScope(shield=True):
+                await close()

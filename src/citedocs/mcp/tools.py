@@ -37,6 +37,7 @@ from citedocs.mcp.shapes import (
 )
 
 if TYPE_CHECKING:
+    from citedocs.answer.engine import AnswerEngine
     from citedocs.service import Citedocs
 
 MAX_FAILURES_SHOWN = 50
@@ -63,10 +64,17 @@ TopK = Annotated[
 
 
 def build_server(
-    app: Citedocs, *, read_only: bool = False, max_chars: int | None = None, instructions: str | None = None
+    app: Citedocs,
+    *,
+    read_only: bool = False,
+    max_chars: int | None = None,
+    instructions: str | None = None,
+    engine: AnswerEngine | None = None,
 ) -> MCPServer:
     """One MCP server for both tool sets over `app`; `read_only` hides the tools that change the registry.
-    `instructions` are the ones already sent when the handshake was answered early (`mcp/early.py`)."""
+    `instructions` are the ones already sent when the handshake was answered early (`mcp/early.py`).
+    `engine` answers `ask` (`citedocs serve` passes the one over its warm model); without one, the server
+    makes its own on the first question and `answers_close` stops its model."""
     budget = result_budget(app.settings, max_chars)
     server = CitedocsMCPServer(
         "citedocs",
@@ -76,7 +84,8 @@ def build_server(
         log_level="WARNING",
     )
     tools = _FolderTools(app, budget)
-    site_tools = _SiteTools(app, budget)
+    site_tools = _SiteTools(app, budget, engine)
+    server.answers_close = site_tools.close
 
     def add(fn: Callable[..., Any], annotations: ToolAnnotations, title: str) -> None:
         if read_only and fn.__name__ in MUTATING_TOOLS:
@@ -262,9 +271,24 @@ _HISTORY = (
 class _SiteTools:
     """llmstxt-doc-search's tools over `app.sites`, and `ask`."""
 
-    def __init__(self, app: Citedocs, budget: int) -> None:
+    def __init__(self, app: Citedocs, budget: int, engine: AnswerEngine | None = None) -> None:
         self.app = app
         self.budget = budget
+        self._engine = engine
+        self._engine_lock = threading.Lock()
+
+    def engine(self) -> AnswerEngine:
+        """The one engine `ask` uses for this server's life (its model starts once, on first need)."""
+        with self._engine_lock:
+            if self._engine is None:
+                from citedocs.answer.engine import AnswerEngine
+
+                self._engine = AnswerEngine(self.app)
+            return self._engine
+
+    async def close(self) -> None:
+        if self._engine is not None:
+            await self._engine.stop()
 
     @property
     def sites(self) -> Any:
@@ -369,8 +393,7 @@ class _SiteTools:
         place (path and line, page or url); with `quotes_label` set they are the whole answer. `evidence` lists
         the sentences that matched the question best, shown while the model reads (not the answer). For a
         follow-up, pass the earlier turns as `history`; `query` says what was searched."""
-        answer = self.app.ask(question, history=history)
-        data: dict[str, Any] = answer.to_dict() if hasattr(answer, "to_dict") else dict(answer)
+        data = self.engine().ask_from_thread(question, history=history)
         if isinstance(data.get("sources"), list):
             fitted = fit_items(data["sources"], self.budget - 4000)
             data["sources"] = fitted.items

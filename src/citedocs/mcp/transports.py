@@ -8,8 +8,9 @@ through DNS rebinding.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
 from citedocs.hosts import allowed_hosts as hosts_for
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
 
+    from citedocs.answer.engine import AnswerEngine
     from citedocs.service import Citedocs
     from citedocs.settings import Settings
 
@@ -50,6 +52,7 @@ def http_app(
     allowed_hosts: Sequence[str] = (),
     max_chars: int | None = None,
     security: TransportSecuritySettings | None = None,
+    engine: AnswerEngine | None = None,
 ) -> Starlette:
     """An ASGI app serving streamable HTTP MCP at `path`; `security` replaces the Host/Origin lists built
     from `port`, `host` and `allowed_hosts` (`citedocs serve` passes the ones its API checks).
@@ -59,12 +62,26 @@ def http_app(
     """
     from citedocs.mcp.tools import build_server
 
-    server = build_server(app, read_only=read_only, max_chars=max_chars)
-    return server.streamable_http_app(
+    server = build_server(app, read_only=read_only, max_chars=max_chars, engine=engine)
+    asgi = server.streamable_http_app(
         streamable_http_path=path,
         transport_security=security or transport_security(port, host, allowed_hosts),
         host=host,
     )
+    sessions = asgi.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(inner: Starlette) -> AsyncIterator[None]:
+        async with sessions(inner):
+            try:
+                yield
+            finally:
+                close = getattr(server, "answers_close", None)  # a model `ask` started for this server
+                if close is not None:
+                    await close()
+
+    asgi.router.lifespan_context = lifespan
+    return asgi
 
 
 def run_http(

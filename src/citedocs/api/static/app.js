@@ -60,7 +60,8 @@ function row(term, value) {
 }
 
 function llmText(llm) {
-  if (!llm.configured) return "none configured (answers off; search works; `citedocs model install` sets one up)";
+  if (!llm.configured) return llm.problem ? "answers off: " + llm.problem + " " + (llm.next_step || "")
+    : "none configured (answers off; search works; `citedocs model install` sets one up)";
   const reach = llm.reachable === true ? "reachable" : llm.reachable === false ? "not reachable" : llm.state;
   return (llm.model || "model") + " — " + reach + (llm.error ? " (" + llm.error + ")" : "");
 }
