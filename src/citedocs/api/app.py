@@ -252,8 +252,9 @@ async def end_session() -> JSONResponse:
 
 @router.get(METADATA_PATH, include_in_schema=False)
 @router.get(METADATA_PATH + "/mcp", include_in_schema=False)
-async def resource_metadata(request: Request) -> dict[str, Any]:
-    return protected_resource(f"{request.url.scheme}://{request.headers.get('host', '127.0.0.1')}")
+async def resource_metadata(request: Request, state: StateDep) -> dict[str, Any]:
+    base = f"{request.url.scheme}://{request.headers.get('host', '127.0.0.1')}"
+    return protected_resource(base, state.app.sso.issuer if state.app.sso is not None else "")
 
 
 @router.get("/", include_in_schema=False)
