@@ -245,8 +245,15 @@ def test_an_issuer_on_a_private_address_is_refused_unless_allowed(tmp_path: Path
         allowed = settings.model_copy(
             update={"oidc_issuer": issuer.url, "allowed_private_hosts": ["127.0.0.1"]}
         )
-        identity = OidcVerifier.from_settings(allowed).verify(issuer.token("k1", ["support"]))
+        verifier = OidcVerifier.from_settings(allowed)
+        token = issuer.token("k1", ["support"])
+        assert verifier.would_fetch(token)  # a server verifies this one off its event loop
+        identity = verifier.verify(token)
         assert identity.name == "sso:alice@example.com" and identity.rule.scope == "ask"
+        assert not verifier.would_fetch(token) and issuer.jwks_fetches() == 1  # cached: verified inline
+        issuer.new_key("k2", publish=False)
+        assert verifier.would_fetch(issuer.token("k2", ["support"]))  # an unknown kid may refetch once
+        verifier.close()
 
 
 def test_the_group_mapping_reads_scopes_and_sources_in_order_and_refuses_what_it_cannot_read() -> None:

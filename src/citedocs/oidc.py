@@ -209,6 +209,19 @@ class OidcVerifier:
             "give you a token (`citedocs token create`).",
         )
 
+    def would_fetch(self, token: str) -> bool:
+        """Whether verifying `token` would fetch from the issuer (keys stale, or its kid unknown and a refetch
+        allowed): a server verifies such a token off its event loop, and the others inline."""
+        now = self._clock()
+        if now - self._fetched_at >= JWKS_MAX_AGE_S:
+            return True
+        try:
+            kid = jwt.get_unverified_header(token).get("kid")
+        except jwt.PyJWTError:
+            return False
+        known = self._find(kid if isinstance(kid, str) else None) is not None
+        return not known and now - self._refetched_at >= REFETCH_MIN_S
+
     # -- the issuer's keys ----------------------------------------------------------------------------------
     def _key(self, kid: str | None) -> jwt.PyJWK:
         with self._lock:

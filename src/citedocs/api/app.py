@@ -318,7 +318,8 @@ def create_app(
     if settings.auth == "tokens":
         audit_to_stderr()
         api.add_middleware(TokenAuth, authenticate=library.authenticate,
-                           quota=AnswerQuota(settings.auth_answers_per_minute))  # fmt: skip
+                           quota=AnswerQuota(settings.auth_answers_per_minute),
+                           fetches=library.sso.would_fetch if library.sso is not None else None)  # fmt: skip
     hosts = list(hosts) if hosts is not None else allowed_hosts(settings.mcp_allowed_hosts)
     api.add_middleware(HostGuard, hosts=hosts, origins=allowed_origins(hosts) if origins is None else origins)
     api.add_middleware(HeadAsGet)

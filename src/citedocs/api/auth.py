@@ -100,11 +100,18 @@ class TokenAuth:
     """ASGI middleware: the principal of each request, its scope checked, the request audited."""
 
     def __init__(
-        self, app: ASGIApp, authenticate: Callable[[str], access.Principal], quota: AnswerQuota
+        self,
+        app: ASGIApp,
+        authenticate: Callable[[str], access.Principal],
+        quota: AnswerQuota,
+        fetches: Callable[[str], bool] | None = None,
     ) -> None:
+        """`fetches(secret)`: whether authenticating it would reach the network (a single sign-on JWT whose
+        issuer keys are not cached); such a secret is checked in a worker thread, not on the event loop."""
         self.app = app
         self.authenticate = authenticate
         self.quota = quota
+        self.fetches = fetches
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -117,7 +124,7 @@ class TokenAuth:
         record: dict[str, Any] = {"token": None, "status": 0}
         try:
             principal: access.Principal | None
-            if secret and looks_like_jwt(secret):  # may fetch the issuer's keys: not on the event loop
+            if secret and self.fetches is not None and looks_like_jwt(secret) and self.fetches(secret):
                 principal = await anyio.to_thread.run_sync(self.authenticate, secret)
             else:
                 principal = self.authenticate(secret) if secret else None
