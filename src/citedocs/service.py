@@ -26,6 +26,7 @@ from citedocs.index.jobs import IndexJobs
 from citedocs.index.ocr import OcrProgress, ocr_status
 from citedocs.index.reading import ReadResult, open_registered, read_lines, read_page_image
 from citedocs.index.reanalysis import STALE_NOTE, needs_reanalysis
+from citedocs.oidc import Identity, OidcVerifier, looks_like_jwt
 from citedocs.parsers.pdf_page import RenderedPage
 from citedocs.search.distinct import PASSAGE_OVERLAP
 from citedocs.search.engine import SearchEngine, SearchResult, not_indexed_error
@@ -82,6 +83,12 @@ class Citedocs:
         self.jobs = IndexJobs(self.store, settings, self.embedder)
         self._sites: SiteService | None = None
         self._links_checked = False
+        # single sign-on (docs/teams.md): a bad mapping stops `serve` at start, not at the first sign-in
+        self.sso = (
+            OidcVerifier.from_settings(settings)
+            if settings.auth == "tokens" and settings.oidc_issuer
+            else None
+        )
 
     def _embedder_choice(self) -> str | None:
         """What an "auto" embedder chose for this index (or, for an older index, what embedded it)."""
@@ -94,6 +101,8 @@ class Citedocs:
         self.engine.close()
         if self._sites is not None:
             self._sites.close()
+        if self.sso is not None:
+            self.sso.close()
         self.store.close()
 
     @property
@@ -504,7 +513,10 @@ class Citedocs:
         return self.tokens.revoke(name)
 
     def authenticate(self, secret: str) -> access.Principal:
-        """The principal a bearer secret stands for; unknown, expired and revoked tokens are refused alike."""
+        """The principal a bearer secret stands for; unknown, expired and revoked tokens are refused alike.
+        With single sign-on configured, a JWT is verified against the issuer and mapped by its groups."""
+        if self.sso is not None and looks_like_jwt(secret):
+            return self._signed_in(self.sso.verify(secret))
         found = (
             self.tokens.by_hash(access.hash_secret(secret))
             if secret.startswith(access.TOKEN_PREFIX)
@@ -517,3 +529,15 @@ class Citedocs:
             )
         sources = None if found.sources is None else frozenset(found.sources)
         return access.Principal(found.name, found.scope, sources)  # type: ignore[arg-type]
+
+    def _signed_in(self, identity: Identity) -> access.Principal:
+        """A verified sign-in as a principal: its rule's sources (names or folder paths) as source names."""
+        if identity.rule.sources is None:
+            return access.Principal(identity.name, identity.rule.scope, None)
+        names = set()
+        for wanted in identity.rule.sources:
+            source = self.store.find_source(wanted) or self.store.find_source(
+                str(Path(wanted).expanduser().resolve())
+            )
+            names.add(wanted if source is None else source.name)  # a source not registered yet sees nothing
+        return access.Principal(identity.name, identity.rule.scope, frozenset(names))

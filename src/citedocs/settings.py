@@ -287,6 +287,23 @@ class Settings(BaseSettings):
         description="Answers one token may ask per minute (429 with Retry-After beyond it); 0 for no limit.",
         json_schema_extra=OPERATOR,
     )
+    oidc_issuer: str = Field(
+        default="",
+        description="With `auth=tokens`: also accept JWTs signed by this OIDC issuer (its `iss`, e.g. "
+        "`https://sso.example/realms/team`), keys fetched from its discovery document (docs/teams.md).",
+        json_schema_extra=OPERATOR,
+    )
+    oidc_audience: str = Field(
+        default="",
+        description="With `oidc_issuer`: the `aud` the tokens must carry (the client ID they are issued for).",
+        json_schema_extra=OPERATOR,
+    )
+    oidc_groups: str = Field(
+        default="",
+        description="With `oidc_issuer`: groups (the `groups` or `roles` claim) mapped to a scope and sources, "
+        "first match wins: `support=ask:/srv/support;admins=admin`.",
+        json_schema_extra=OPERATOR,
+    )
 
     # folder watching while `serve` or `mcp` runs (index/watch.py, docs/watching.md)
     watch: bool = Field(

@@ -273,8 +273,9 @@ async def end_session() -> JSONResponse:
 
 @router.get(METADATA_PATH, include_in_schema=False)
 @router.get(METADATA_PATH + "/mcp", include_in_schema=False)
-async def resource_metadata(request: Request) -> dict[str, Any]:
-    return protected_resource(f"{request.url.scheme}://{request.headers.get('host', '127.0.0.1')}")
+async def resource_metadata(request: Request, state: StateDep) -> dict[str, Any]:
+    base = f"{request.url.scheme}://{request.headers.get('host', '127.0.0.1')}"
+    return protected_resource(base, state.app.sso.issuer if state.app.sso is not None else "")
 
 
 @router.get("/", include_in_schema=False)
@@ -338,7 +339,8 @@ def create_app(
     if settings.auth == "tokens":
         audit_to_stderr()
         api.add_middleware(TokenAuth, authenticate=library.authenticate,
-                           quota=AnswerQuota(settings.auth_answers_per_minute))  # fmt: skip
+                           quota=AnswerQuota(settings.auth_answers_per_minute),
+                           fetches=library.sso.would_fetch if library.sso is not None else None)  # fmt: skip
     hosts = list(hosts) if hosts is not None else allowed_hosts(settings.mcp_allowed_hosts)
     api.add_middleware(HostGuard, hosts=hosts, origins=allowed_origins(hosts) if origins is None else origins)
     api.add_middleware(HeadAsGet)

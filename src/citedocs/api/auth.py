@@ -17,12 +17,14 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from citedocs import access
 from citedocs.api.errors import status_for
 from citedocs.api.limits import error_envelope
 from citedocs.errors import AuthRequired, CitedocsError, RateLimited
+from citedocs.oidc import looks_like_jwt
 
 __all__ = [
     "COOKIE",
@@ -55,12 +57,12 @@ def required_scope(method: str, path: str) -> access.Scope | None:
     return "search"
 
 
-def protected_resource(base_url: str) -> dict[str, Any]:
-    """RFC 9728 metadata: what this resource is and how to present a token (no authorization server: tokens
-    come from `citedocs token create`)."""
+def protected_resource(base_url: str, issuer: str = "") -> dict[str, Any]:
+    """RFC 9728 metadata: what this resource is and how to present a token; the authorization server is the
+    single sign-on issuer if one is configured (tokens from `citedocs token create` need none)."""
     return {
         "resource": f"{base_url}/mcp",
-        "authorization_servers": [],
+        "authorization_servers": [issuer] if issuer else [],
         "bearer_methods_supported": ["header"],
         "scopes_supported": list(access.SCOPES),
         "resource_documentation": f"{base_url}/help/teams",
@@ -98,11 +100,18 @@ class TokenAuth:
     """ASGI middleware: the principal of each request, its scope checked, the request audited."""
 
     def __init__(
-        self, app: ASGIApp, authenticate: Callable[[str], access.Principal], quota: AnswerQuota
+        self,
+        app: ASGIApp,
+        authenticate: Callable[[str], access.Principal],
+        quota: AnswerQuota,
+        fetches: Callable[[str], bool] | None = None,
     ) -> None:
+        """`fetches(secret)`: whether authenticating it would reach the network (a single sign-on JWT whose
+        issuer keys are not cached); such a secret is checked in a worker thread, not on the event loop."""
         self.app = app
         self.authenticate = authenticate
         self.quota = quota
+        self.fetches = fetches
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -114,7 +123,11 @@ class TokenAuth:
         secret = _presented(scope)
         record: dict[str, Any] = {"token": None, "status": 0}
         try:
-            principal = self.authenticate(secret) if secret else None
+            principal: access.Principal | None
+            if secret and self.fetches is not None and looks_like_jwt(secret) and self.fetches(secret):
+                principal = await anyio.to_thread.run_sync(self.authenticate, secret)
+            else:
+                principal = self.authenticate(secret) if secret else None
             if principal is None and needed is not None:
                 raise AuthRequired(
                     "This server needs a token.",
