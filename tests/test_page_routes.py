@@ -244,7 +244,8 @@ def test_status_names_the_model_and_whether_it_answers(tmp_path: Path) -> None:
             up = httpx.get(url + "/status").json()["llm"]
         asyncio.run(llm.aclose())
     assert up == {"configured": True, "state": "external", "model": "scripted-model",
-                  "base_url": fake.base_url, "reachable": True, "error": None}  # fmt: skip
+                  "base_url": fake.base_url, "reachable": True, "error": None,
+                  "can_answer": True, "problem": None, "next_step": None}  # fmt: skip
     gone = LLMClient("http://127.0.0.1:9/v1", "nobody-home")
     with serving(tmp_path / "b", index=False, llm=gone) as url:
         down = httpx.get(url + "/status").json()["llm"]

@@ -172,11 +172,15 @@ class PreparedAnswer:
         answer); none when the gate refused. `model_refused`: the model's answer was refused or withheld."""
         if not self.gate.allowed or not self.hits:
             return []
-        asked = self.searched.context  # a follow-up's quotes answer it with its context
-        if self.scored is None:
-            self.scored = score_sentences(asked, self.hits)
-        chosen = choose_quotes(asked, self.hits, synthesis, scored=self.scored, model_refused=model_refused)
-        return [q.to_dict() for q in chosen]
+        asked = self.searched.context
+        # what answers the question as asked; a follow-up too short to stand alone, with its context
+        for query in dict.fromkeys((self.question, asked)):
+            scored = self.scored if query == asked and self.scored is not None else None
+            scored = scored or score_sentences(query, self.hits)
+            chosen = choose_quotes(query, self.hits, synthesis, scored=scored, model_refused=model_refused)
+            if chosen:
+                return [q.to_dict() for q in chosen]
+        return []
 
     @property
     def searched(self) -> FollowUpQuery:
