@@ -553,7 +553,9 @@ def test_the_status_panel_shows_models_index_and_the_folder_watcher(browser: Any
             )
             index = page.inner_text("#status-index")
             assert "site pages not fetched" in index and "chunks" in index
-            models = page.inner_text("#status-models")  # the one verdict on answers, with the step that fixes it
+            models = page.inner_text(
+                "#status-models"
+            )  # the one verdict on answers, with the step that fixes it
             assert "answers off" in models and "citedocs model install" in models
     finally:
         library.close()
