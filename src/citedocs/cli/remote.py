@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +65,8 @@ def server_info(db_path: Path | None) -> tuple[str, int] | None:
 
 def get(url: str, route: str) -> dict[str, Any] | None:
     """GET a JSON object from the server; None when it cannot be reached or does not answer with one."""
+    import urllib.request  # ~50 ms: only once a server is announced on this index
+
     try:
         with urllib.request.urlopen(url + route, timeout=READ_TIMEOUT_S) as response:
             body = json.loads(response.read())
@@ -92,6 +92,9 @@ class ServerReply:
 
 def post(url: str, route: str, payload: dict[str, Any]) -> ServerReply | None:
     """POST JSON to the server; None when it cannot be reached (the caller then searches locally)."""
+    import urllib.error
+    import urllib.request
+
     request = urllib.request.Request(
         url + route, data=json.dumps(payload).encode("utf-8"), headers={"Content-Type": "application/json"}
     )
