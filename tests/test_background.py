@@ -125,3 +125,28 @@ def test_a_killed_background_embedder_loses_nothing(tmp_path: Path) -> None:
         assert citedocs("embed", db=db, env=env).returncode == 0
         after = status(db, env)
     assert after["embedder"]["vectors"] == after["embedder"]["chunks"] == 2  # type: ignore[index]
+
+
+def test_a_running_server_takes_the_embedding_with_its_warm_model(tmp_path: Path) -> None:
+    db = tmp_path / "i.db"
+    with FakeEmbeddings().running() as fake:
+        env = {**embedder_env(fake), "CITEDOCS_WATCH": "false"}
+        server = subprocess.Popen([sys.executable, "-m", "citedocs", "serve", "--port", "0"], text=True,
+                                  env={**os.environ, "CITEDOCS_DB": str(db), **env}, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT)  # fmt: skip
+        try:
+            assert server.stdout is not None
+            for line in server.stdout:
+                if "serving http" in line:
+                    break
+            added = citedocs("add", str(folder(tmp_path, "a")), db=db, env=env)
+            assert added.returncode == 0, added.stderr
+            assert "on the running server" in added.stdout and "pid" not in added.stdout
+            assert not Path(f"{db}.embed.log").exists()  # no process of its own
+            deadline = time.monotonic() + 60
+            while status(db, env)["embedder"]["vectors"] != 1 and time.monotonic() < deadline:  # type: ignore[index]
+                time.sleep(0.2)
+            assert status(db, env)["embedder"]["vectors"] == 1  # type: ignore[index]
+        finally:
+            server.terminate()
+            server.wait(30)

@@ -83,8 +83,9 @@ def add(
 ) -> None:
     """Register a folder (read-only) and index it; returns when keyword search works.
 
-    The embeddings are made by a background `citedocs embed` (one per index; `citedocs status` shows its
-    progress), unless `--wait` asks for them here."""
+    The embeddings are made by a `citedocs serve` running on the index (its model is warm) or else by a
+    background `citedocs embed` (one per index); `citedocs status` shows the progress. `--wait` makes them
+    here, before the command returns."""
     with service(db) as app_:
         source = run(lambda: app_.add_folder(path, include or (), exclude or (),
                                              allow_system_folder=allow_system_folder))  # fmt: skip

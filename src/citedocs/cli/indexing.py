@@ -46,7 +46,7 @@ def index_and_report(
         reports = run(lambda: app_.index(name, force=force, progress=update))
     if not as_json:  # indexing ran first, so its lines come first
         _print_index_reports(reports)
-    started = background and _embed_in_background(app_, as_json)
+    started = background and _embed_in_background(app_, name, as_json)
     if not started:
         embed_and_report(app_, force=force, as_json=as_json)
     _ocr_and_report(app_, as_json, background=started)
@@ -59,14 +59,25 @@ def index_and_report(
         ])  # fmt: skip
 
 
-def _embed_in_background(app_: Citedocs, as_json: bool) -> bool:
-    """Start (or leave to the one running) the background embedder; False when it must run here."""
+def _embed_in_background(app_: Citedocs, name: str | None, as_json: bool) -> bool:
+    """Hand the embedding to a `citedocs serve` running on the index, else start (or leave to the one running)
+    the background embedder; False when it must run here."""
+    from citedocs.cli import remote
     from citedocs.index.background import start_embedder
 
     if app_.embedder is None:
         return True  # keyword-only: nothing to embed anywhere
     have, total = app_.store.vector_counts()
     if have >= total:
+        return True
+    sqlite = not app_.settings.db.startswith(("postgresql://", "postgres://"))
+    server = remote.embed_on_server(app_.settings.db_path.resolve(), name) if sqlite and name else None
+    if server is not None:
+        if not as_json:
+            out.print(
+                f"embedding {total - have} passages on the running server ({escape(server)}; its model is warm). "
+                "Keyword search works now; `citedocs status` shows the progress."
+            )
         return True
     embedder = start_embedder(app_.store, str(app_.settings.db_path.resolve()))
     if embedder is None:
@@ -117,7 +128,7 @@ def _ocr_and_report(app_: Citedocs, as_json: bool, *, background: bool = False) 
     if state is None or not state.total:
         return
     ocred = app_.embedder is not None and state.ocred
-    if ocred and not (background and _embed_in_background(app_, as_json=True)):
+    if ocred and not (background and _embed_in_background(app_, None, as_json=True)):
         embed_and_report(app_, as_json=True)
     if not as_json:
         out.print(f"OCR: {state.ocred} scanned PDFs read ({state.pages} pages), {state.failed} failed, "

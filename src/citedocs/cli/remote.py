@@ -19,6 +19,7 @@ from citedocs.announce import announce, server_file
 __all__ = [
     "ServerReply",
     "announce",
+    "embed_on_server",
     "exit_code",
     "get",
     "post",
@@ -137,6 +138,16 @@ def server_status(db_path: Path | None) -> dict[str, Any] | None:
     if body is None or not isinstance(body.get("embedder"), dict) or not isinstance(body.get("llm"), dict):
         return None
     return {"url": url, "pid": pid, "embedder": body["embedder"], "llm": body["llm"]}
+
+
+def embed_on_server(db_path: Path | None, name: str) -> str | None:
+    """Ask a `citedocs serve` running on this index, with an embedder, to index the source `name` and embed
+    it (its model is warm); its URL when it took the job (202), None when none can (then the caller embeds)."""
+    found = server_status(db_path)
+    if found is None or found["embedder"].get("name") is None:
+        return None
+    reply = post(found["url"], "/sources/reindex", {"name": name})
+    return str(found["url"]) if reply is not None and reply.status == 202 else None
 
 
 def exit_code(status: int) -> int:
