@@ -75,10 +75,15 @@ def test_add_returns_before_embedding_and_one_embedder_takes_every_add(tmp_path:
         second = citedocs("add", str(folder(tmp_path, "b", DOC.replace("Logs", "Archives"))), db=db, env=env)
         assert second.returncode == 0, second.stderr
         assert f"pid {embedding['pid']}" in second.stdout  # the running embedder takes these passages too
+        # `citedocs embed` waits for the background embedder (held up by the model), then embeds what is left
+        waiting = subprocess.Popen([sys.executable, "-m", "citedocs", "embed"], text=True,
+                                   env={**os.environ, "CITEDOCS_DB": str(db), **env}, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)  # fmt: skip
+        assert waiting.stderr is not None
+        said = waiting.stderr.readline() + waiting.stderr.readline()
+        assert f"waiting for the embedder already running on this index (pid {embedding['pid']})" in said
         fake.hold.set()
-        # `citedocs embed` waits for the background embedder, then embeds what is left
-        waited = citedocs("embed", db=db, env=env)
-        assert waited.returncode == 0, waited.stderr
+        assert waiting.wait(120) == 0
         assert gone(int(embedding["pid"]))
         after = status(db, env)
     assert after["embedding"] is None

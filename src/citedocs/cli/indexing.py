@@ -96,10 +96,14 @@ def embed_and_report(
 ) -> None:
     """Embed what lacks a vector here, as the one embedder of the index (waiting for one running elsewhere,
     unless `wait` is False: then an embedder running elsewhere is left to it)."""
-    from citedocs.index.background import embed_until_done
+    from citedocs.index.background import background_embedder, embed_until_done
 
     if app_.embedder is None:
         return
+    running = background_embedder(app_.store) if wait else None
+    if running is not None and not as_json:
+        who = f"pid {running.pid}" if running.pid else "another process"
+        console.print(f"[dim]waiting for the embedder already running on this index ({who}) …[/dim]")
     ebar = Progress(TextColumn("[bold]embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=console, transient=True)  # fmt: skip
     task = ebar.add_task("embedding", total=None)
