@@ -5,9 +5,10 @@
 On the sample docs, interleaved run by run: `citedocs search` as a one-off process (default mode, and
 `--mode keyword`), the same with a `citedocs serve` running on the index, and `citedocs mcp` from spawn to the
 answer to `tools/list` (what a client waits for before it can show the tools) and to the answer of the first
-tool call sent after it. `--before-src` points at the `src` folder of another checkout (e.g. the commit before
+tool call sent after it (a `search`, as an agent's first call is). `--before-src` points at the `src` folder of another checkout (e.g. the commit before
 a change: `git worktree add /tmp/before COMMIT`) whose code is timed the same way in the same run, for a
-side-by-side. Medians of wall-clock seconds.
+side-by-side. Medians of wall-clock seconds, and of the CPU seconds the child process used (user + system,
+from `wait4`): on a shared machine CPU time is the steadier figure.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -47,15 +49,22 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "citedocs", *args]
 
 
-def timed(command: list[str], env: dict[str, str]) -> float:
-    started = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of `command` (it must succeed)."""
+    cpu, started = _children_cpu(), time.perf_counter()
     subprocess.run(command, env=env, capture_output=True, check=True, timeout=120)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, _children_cpu() - cpu
 
 
-def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float]:
-    """Spawn `citedocs mcp`, send initialize + initialized + tools/list; once tools/list is answered, call a
-    tool (list_folders), as a client does. Seconds from spawn to each of the two replies."""
+def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float, float]:
+    """Spawn `citedocs mcp`, send initialize + initialized + tools/list; once tools/list is answered, call the
+    `search` tool, as an agent does. Seconds from spawn to each of the two replies, and the CPU seconds the
+    process used in all (it exits when its input closes)."""
     messages = [
         {
             "jsonrpc": "2.0",
@@ -74,29 +83,34 @@ def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float]:
         "jsonrpc": "2.0",
         "id": 3,
         "method": "tools/call",
-        "params": {"name": "list_folders", "arguments": {}},
+        "params": {"name": "search", "arguments": {"query": QUERY}},
     }
-    started = time.perf_counter()
+    cpu, started = _children_cpu(), time.perf_counter()
     proc = subprocess.Popen(_cli("mcp", "--db", str(db)), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
     for message in messages:
         proc.stdin.write(json.dumps(message) + "\n")
     proc.stdin.flush()
-    listed = 0.0
+    listed = called = 0.0
     try:
         for line in proc.stdout:
-            reply_id = json.loads(line).get("id")
-            if reply_id == 2:
+            reply = json.loads(line)
+            if reply.get("id") == 2:
                 listed = time.perf_counter() - started
                 proc.stdin.write(json.dumps(call) + "\n")
                 proc.stdin.flush()
-            elif reply_id == 3:
-                return listed, time.perf_counter() - started
-        raise RuntimeError("citedocs mcp closed without answering tools/list and list_folders")
+            elif reply.get("id") == 3:
+                called = time.perf_counter() - started
+                if "error" in reply or reply["result"].get("isError"):
+                    raise RuntimeError(f"the search tool failed: {line[:300]}")
+                break
+        else:
+            raise RuntimeError("citedocs mcp closed without answering tools/list and search")
     finally:
         proc.stdin.close()
         proc.wait(30)
+    return listed, called, _children_cpu() - cpu
 
 
 def start_server(db: Path, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -114,7 +128,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--before-src", type=Path, help="src folder of another checkout, timed alongside")
     args = parser.parse_args()
-    print_header("Start-up: CLI search and MCP spawn -> tools/list")
+    print_header("Start-up: one-off CLI search, and MCP spawn -> tools/list -> first search")
     versions = {"now": REPO / "src", **({"before": args.before_src} if args.before_src else {})}
     results: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="citedocs-startup-") as tmp:
@@ -124,18 +138,22 @@ def main() -> None:
             dbs[name] = home / f"{name}.sqlite3"
             subprocess.run(_cli("add", str(SAMPLES), "--db", str(dbs[name])), env=_env(src, home), check=True,
                            capture_output=True, timeout=600)  # fmt: skip
+            wait = _cli(
+                "reindex", "--db", str(dbs[name])
+            )  # embeddings done before timing (`add` may return first)
+            subprocess.run(wait, env=_env(src, home), check=True, capture_output=True, timeout=600)
         for _ in range(args.runs):
             for name, src in versions.items():
                 env, db = _env(src, home), str(dbs[name])
-                results.setdefault(f"{name}: search, no server", []).append(
-                    timed(_cli("search", QUERY, "--db", db), env)
-                )
-                results.setdefault(f"{name}: search --mode keyword, no server", []).append(
-                    timed(_cli("search", QUERY, "--mode", "keyword", "--db", db), env)
-                )
-                listed, called = mcp_tools_list(dbs[name], env)
+                wall, cpu = timed(_cli("search", QUERY, "--db", db), env)
+                results.setdefault(f"{name}: search, no server", []).append(wall)
+                results.setdefault(f"{name}: search, no server (CPU)", []).append(cpu)
+                wall, cpu = timed(_cli("search", QUERY, "--mode", "keyword", "--db", db), env)
+                results.setdefault(f"{name}: search --mode keyword, no server", []).append(wall)
+                listed, called, cpu = mcp_tools_list(dbs[name], env)
                 results.setdefault(f"{name}: mcp spawn -> tools/list", []).append(listed)
-                results.setdefault(f"{name}: mcp spawn -> first tool call answered", []).append(called)
+                results.setdefault(f"{name}: mcp spawn -> first search answered", []).append(called)
+                results.setdefault(f"{name}: mcp process (CPU)", []).append(cpu)
         for name, src in list(versions.items())[:1]:  # code before the fast path never talks to a server
             env, db = _env(src, home), str(dbs[name])
             server = start_server(dbs[name], env)
@@ -143,7 +161,7 @@ def main() -> None:
                 timed(_cli("search", QUERY, "--db", db), env)  # the server loads its model on the first query
                 for _ in range(args.runs):
                     results.setdefault(f"{name}: search, server running", []).append(
-                        timed(_cli("search", QUERY, "--db", db), env)
+                        timed(_cli("search", QUERY, "--db", db), env)[0]
                     )
             finally:
                 server.terminate()

@@ -176,8 +176,11 @@ def test_add_reports_indexing_before_embedding_and_status_counts_vectors(tmp_pat
         assert proc.returncode == 0, proc.stderr
         lines = proc.stdout.splitlines()
         indexed = next(i for i, line in enumerate(lines) if "1 indexed" in line)
-        embedded = next(i for i, line in enumerate(lines) if line.startswith("embeddings:"))
-        assert lines[0].startswith("registered") and indexed < embedded
+        background = next(i for i, line in enumerate(lines) if "in the background" in line)
+        assert lines[0].startswith("registered") and indexed < background
+        assert "`citedocs status` shows the progress" in flat(proc.stdout)  # what to do next
+        waited = citedocs("embed", db=tmp_path / "i.db", **env)  # returns when the background pass is done
+        assert waited.returncode == 0, waited.stderr
         status = citedocs("status", db=tmp_path / "i.db", **env).stdout
     assert "1/1 chunks embedded" in status and "embedder: " in status
 

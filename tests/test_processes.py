@@ -166,7 +166,7 @@ def test_ask_on_an_embedded_index_exits_cleanly_after_loading_the_model(tmp_path
     runtime is still starting ("terminate called", exit 134, as the smoke run once found)."""
     docs = docs_folder(tmp_path)
     env = env_for(tmp_path)
-    subprocess.run([sys.executable, "-m", "citedocs", "add", str(docs)], env=env, capture_output=True,
+    subprocess.run([sys.executable, "-m", "citedocs", "add", str(docs), "--wait"], env=env, capture_output=True,
                    check=True, timeout=300)  # fmt: skip
     with FakeOpenAI([Reply(tokens=ANSWER)]) as fake:
         proc = subprocess.run([sys.executable, "-m", "citedocs", "ask", QUESTION, "--json"], capture_output=True,

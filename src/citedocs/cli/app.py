@@ -5,20 +5,18 @@ from __future__ import annotations
 import re
 import sys
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from citedocs.cli.common import DbOption, JsonOption, console, out, print_json, run, service, settings_for
 from citedocs.cli.hit_lines import Style, hit_lines
+from citedocs.cli.indexing import embed_and_report, index_and_report
 from citedocs.cli.terminal import one_line, shown
 
 if TYPE_CHECKING:
-    from citedocs.index.folders import IndexProgress
-    from citedocs.service import Citedocs
+    pass
 
 NOTHING_REGISTERED = (
     "Nothing to search yet: no folder or site is registered. "
@@ -60,78 +58,6 @@ def _root(
     """Ask your documents; get answers you can check."""
 
 
-def _progress_bar(label: str) -> tuple[Progress, Callable[[IndexProgress], None]]:
-    bar = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("{task.fields[current]}"), console=console, transient=True,
-    )  # fmt: skip
-    task = bar.add_task(label, total=None, current="")
-
-    def update(p: IndexProgress) -> None:
-        bar.update(task, total=p.total or None, completed=p.done, current=(p.current or "")[-50:])
-
-    return bar, update
-
-
-def _index_and_report(app_: Citedocs, name: str | None, force: bool, as_json: bool) -> None:
-    bar, update = _progress_bar("indexing")
-    with bar:
-        reports = run(lambda: app_.index(name, force=force, progress=update))
-    if not as_json:  # indexing ran first, so its lines come first
-        _print_index_reports(reports)
-    embedded = None
-    if app_.embedder is not None:
-        ebar = Progress(TextColumn("[bold]embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=console, transient=True)  # fmt: skip
-        task = ebar.add_task("embedding", total=None)
-        with ebar:
-            embedded = run(lambda: app_.embed(force=force, progress=lambda p: ebar.update(task, total=p.total,
-                                                                                      completed=p.done)))  # fmt: skip
-    if embedded is not None and not as_json:
-        out.print(f"embeddings: {embedded.embedded} chunks embedded in {embedded.seconds:.1f} s "
-                  f"({embedded.done}/{embedded.total} have vectors)")  # fmt: skip
-    _ocr_and_report(app_, as_json)
-    if as_json:
-        print_json([
-            {"source": r.source, "total": r.total, "indexed": r.indexed, "unchanged": r.unchanged,
-             "failed": r.failed, "removed": r.removed, "ocr_pending": r.ocr_pending, "seconds": round(r.seconds, 3),
-             "failures": [{"path": p, "reason": why} for p, why in r.failures]}
-            for r in reports
-        ])  # fmt: skip
-
-
-def _ocr_and_report(app_: Citedocs, as_json: bool) -> None:
-    """With CITEDOCS_OCR on, the scanned PDFs set aside by indexing are OCRed here (then embedded)."""
-    bar = Progress(TextColumn("[bold]OCR"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.fields[current]}"), console=console, transient=True)  # fmt: skip
-    task = bar.add_task("OCR", total=None, current="")
-    with bar:
-        state = run(lambda: app_.ocr(progress=lambda p: bar.update(task, total=p.total, completed=p.done,
-                                                                   current=(p.current or "")[-50:])))  # fmt: skip
-    if state is None or not state.total:
-        return
-    if app_.embedder is not None and state.ocred:
-        run(app_.embed)
-    if not as_json:
-        out.print(f"OCR: {state.ocred} scanned PDFs read ({state.pages} pages), {state.failed} failed, "
-                  f"in {state.seconds:.1f} s")  # fmt: skip
-        for path, why in state.failures[:20]:
-            out.print(f"  [yellow]failed[/yellow] {escape(one_line(path))}: {escape(one_line(why))}")
-
-
-def _print_index_reports(reports: list[Any]) -> None:
-    for r in reports:
-        out.print(
-            f"[bold]{escape(one_line(r.source))}[/bold]: {r.total} files — {r.indexed} indexed, {r.unchanged} unchanged, "
-            f"{r.failed} failed, {r.removed} removed in {r.seconds:.2f} s"
-            + (f", {r.ocr_pending} scanned PDFs waiting for OCR" if r.ocr_pending else "")
-        )
-        for path, why in r.failures[:20]:
-            out.print(f"  [yellow]failed[/yellow] {escape(one_line(path))}: {escape(one_line(why))}")
-        if len(r.failures) > 20:
-            out.print(f"  … and {len(r.failures) - 20} more (see `citedocs status --json`)")
-
-
 @app.command()
 def add(
     path: Annotated[str, typer.Argument(help="Folder to register and index.")],
@@ -142,6 +68,12 @@ def add(
         list[str] | None, typer.Option("--exclude", help="Glob of files to skip (repeatable).")
     ] = None,
     no_index: Annotated[bool, typer.Option("--no-index", help="Register only; index later.")] = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait", help="Embed here and return when every passage has its vector (not in the background)."
+        ),
+    ] = False,
     allow_system_folder: Annotated[
         bool,
         typer.Option("--allow-system-folder", help="Register / , /etc, /proc, your home folder, … anyway."),
@@ -149,14 +81,18 @@ def add(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Register a folder (read-only) and index it."""
+    """Register a folder (read-only) and index it; returns when keyword search works.
+
+    The embeddings are made by a `citedocs serve` running on the index (its model is warm) or else by a
+    background `citedocs embed` (one per index); `citedocs status` shows the progress. `--wait` makes them
+    here, before the command returns."""
     with service(db) as app_:
         source = run(lambda: app_.add_folder(path, include or (), exclude or (),
                                              allow_system_folder=allow_system_folder))  # fmt: skip
         if not as_json:
             out.print(f"registered [bold]{escape(one_line(source.uri))}[/bold]")
         if not no_index:
-            _index_and_report(app_, source.name, False, as_json)
+            index_and_report(app_, source.name, False, as_json, background=not wait)
         elif as_json:
             print_json({"name": source.name, "path": source.uri})
 
@@ -199,7 +135,23 @@ def reindex(
 ) -> None:
     """Index new and changed files, purge deleted ones."""
     with service(db) as app_:
-        _index_and_report(app_, target, force, as_json)
+        index_and_report(app_, target, force, as_json)
+
+
+@app.command()
+def embed(
+    db: DbOption = None,
+    detached: Annotated[
+        bool,
+        typer.Option(
+            "--detached", help="Leave the work to an embedder already running (how `add` starts one)."
+        ),
+    ] = False,
+) -> None:
+    """Embed the passages that lack a vector (what `citedocs add` starts in the background); if an embedder
+    already runs on this index, wait for it, then embed what is left."""
+    with service(db) as app_:
+        embed_and_report(app_, wait=not detached)
 
 
 @app.command()
@@ -213,6 +165,10 @@ def status(db: DbOption = None, as_json: JsonOption = False) -> None:
         postgres = app_.settings.db.startswith(("postgresql://", "postgres://"))
         sqlite = None if postgres else app_.settings.db_path.resolve()
         server = remote.server_status(sqlite)
+        from citedocs.index.background import background_embedder
+
+        embedding = background_embedder(app_.store)
+        data["embedding"] = None if embedding is None else {"pid": embedding.pid, "log": embedding.log}
         if server is not None:
             data["server"] = {"url": server["url"], "pid": server["pid"]}
             data["embedder"], data["llm"] = server["embedder"], server["llm"]
@@ -234,6 +190,9 @@ def status(db: DbOption = None, as_json: JsonOption = False) -> None:
                 f"server: {server['url']} (pid {server['pid']}) serves this index; its embedder and model:"
             )
         out.print(_embedder_line(data["embedder"]))
+        if embedding is not None:
+            who = f"pid {embedding.pid}" if embedding.pid else "another process"
+            out.print(f"embedding: running in the background ({who}); log {escape(one_line(embedding.log))}")
         out.print(_llm_line(data["llm"]) if server is None else _served_llm_line(data["llm"]))
         for job in data["jobs"][:3]:
             out.print(

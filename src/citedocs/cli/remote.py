@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ __all__ = [
     "ServerReply",
     "announce",
     "ask",
+    "embed_on_server",
     "exit_code",
     "get",
     "post",
@@ -70,6 +69,8 @@ def server_info(db_path: Path | None) -> tuple[str, int] | None:
 
 def get(url: str, route: str) -> dict[str, Any] | None:
     """GET a JSON object from the server; None when it cannot be reached or does not answer with one."""
+    import urllib.request  # ~50 ms: only once a server is announced on this index
+
     try:
         with urllib.request.urlopen(url + route, timeout=READ_TIMEOUT_S) as response:
             body = json.loads(response.read())
@@ -97,6 +98,9 @@ def post(
     url: str, route: str, payload: dict[str, Any], timeout: float = READ_TIMEOUT_S
 ) -> ServerReply | None:
     """POST JSON to the server; None when it cannot be reached (the caller then searches locally)."""
+    import urllib.error
+    import urllib.request
+
     request = urllib.request.Request(
         url + route, data=json.dumps(payload).encode("utf-8"), headers={"Content-Type": "application/json"}
     )
@@ -164,6 +168,16 @@ def ask(db_path: Path | None, payload: dict[str, Any]) -> ServerReply | None:
         if code == "model_unavailable" and "starting" not in str((reply.error or {}).get("message", "")):
             return reply  # not coming: no model, or it failed; the reply says what to do
         time.sleep(1.0)
+
+
+def embed_on_server(db_path: Path | None, name: str) -> str | None:
+    """Ask a `citedocs serve` running on this index, with an embedder, to index the source `name` and embed
+    it (its model is warm); its URL when it took the job (202), None when none can (then the caller embeds)."""
+    found = server_status(db_path)
+    if found is None or found["embedder"].get("name") is None:
+        return None
+    reply = post(found["url"], "/sources/reindex", {"name": name})
+    return str(found["url"]) if reply is not None and reply.status == 202 else None
 
 
 def exit_code(status: int) -> int:

@@ -23,7 +23,6 @@ from citedocs.index.folders import FolderIndexer, IndexProgress, ProgressCallbac
 from citedocs.index.ocr import OcrProgress, finish_ocr_job, ocr_source, pending_documents, start_ocr_job
 from citedocs.index.reanalysis import mark_analyzed, needs_reanalysis
 from citedocs.settings import Settings
-from citedocs.sources.fetch import FETCH_TIMEOUT_S
 from citedocs.store import Source, Store
 
 if TYPE_CHECKING:
@@ -63,8 +62,11 @@ class IndexJobs:
             self._embed_changes.join(CLOSE_WAIT_FOR_MODEL_S)
         if self.embedder is not None and self.embedder.state == "loading":
             self.embedder.wait(CLOSE_WAIT_FOR_MODEL_S)
-        for job in self._background:
-            job.join(FETCH_TIMEOUT_S + 5)
+        if self._background:
+            from citedocs.sources.fetch import FETCH_TIMEOUT_S  # httpx: only where pages were fetched
+
+            for job in self._background:
+                job.join(FETCH_TIMEOUT_S + 5)
         thread = self._embed_thread
         if thread is not None and thread.is_alive() and thread is not threading.current_thread():
             thread.join(CLOSE_WAIT_FOR_MODEL_S)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from citedocs.chunker import ChunkDraft
 from citedocs.store import ChunkRecord
 from citedocs.text.analyzer import index_text
 from citedocs.text.cjk import is_japanese
+
+if TYPE_CHECKING:
+    from citedocs.chunker import ChunkDraft
 
 __all__ = ["chunk_id_for", "chunk_records", "embedding_input"]
 

@@ -135,7 +135,8 @@ def instructions_for(app: Citedocs, *, read_only: bool, max_chars: int, answers:
     folders = [f"{i.uri} ({i.docs} docs)" for i in app.list_sources("folder")]
     sites: list[str] = []
     with contextlib.suppress(AttributeError, CitedocsError):
-        sites = [f"{s.name} ({s.to_dict().get('docs', '?')} docs)" for s in app.sites.list()]
+        if app.list_sources("site"):  # the site registry (fetching, HTML, ranking) loads only for a site
+            sites = [f"{s.name} ({s.to_dict().get('docs', '?')} docs)" for s in app.sites.list()]
     add_folder = "" if read_only else " — register one with add_folder(path)"
     add_site = "" if read_only else " — add one with add_doc_source(name, llms_txt_url)"
     lines = [

@@ -16,14 +16,16 @@ import shutil
 import subprocess
 import warnings
 from dataclasses import dataclass
-
-import pypdfium2 as pdfium
+from typing import TYPE_CHECKING
 
 from citedocs.errors import ParseError
 from citedocs.parsers._build import TextBuilder
 from citedocs.parsers.base import ParsedDocument
 from citedocs.parsers.budget import checkpoint
 from citedocs.parsers.pdf import page_marker
+
+if TYPE_CHECKING:
+    import pypdfium2 as pdfium  # loaded on the first scanned PDF
 
 INSTALL_HINT = (
     "Install Tesseract (`apt-get install tesseract-ocr`, and `tesseract-ocr-jpn` for Japanese; "
@@ -223,6 +225,8 @@ def _document(fmt: str, pages: list[PageText]) -> ParsedDocument:
 
 def ocr_pdf(data: bytes, name: str, options: OcrOptions) -> ParsedDocument:
     """The text of a scanned PDF by OCR, page by page; `ocr_confidence` is the mean word confidence."""
+    import pypdfium2 as pdfium
+
     command = _require(options, name, "scanned PDF")
     try:
         doc = pdfium.PdfDocument(data)

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-import pypdfium2 as pdfium
+from typing import TYPE_CHECKING
 
 from citedocs.errors import ParseError
 from citedocs.parsers._build import TextBuilder, normalize_newlines, push_heading
 from citedocs.parsers.base import ParsedDocument
 from citedocs.parsers.budget import checkpoint
+
+if TYPE_CHECKING:
+    import pypdfium2 as pdfium  # loaded on the first PDF: ~50 ms a search or a start-up never needs
 
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 _SPACE = re.compile(r"\s+")
@@ -57,6 +59,8 @@ def _clean_page_text(raw: str) -> list[str]:
 
 
 def _page_lines(doc: pdfium.PdfDocument, index: int) -> list[str]:
+    import pypdfium2 as pdfium
+
     try:
         page = doc[index]
         try:
@@ -72,6 +76,8 @@ def _page_lines(doc: pdfium.PdfDocument, index: int) -> list[str]:
 
 
 def _outline(doc: pdfium.PdfDocument, page_count: int) -> list[OutlineEntry]:
+    import pypdfium2 as pdfium
+
     entries: list[OutlineEntry] = []
     try:
         for bookmark in doc.get_toc():
@@ -104,6 +110,8 @@ def _title_line(lines: list[str], title: str, start: int) -> int | None:
 
 
 def _open(data: bytes, name: str) -> pdfium.PdfDocument:
+    import pypdfium2 as pdfium
+
     try:
         return pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import pypdfium2 as pdfium
-from PIL import Image, ImageDraw
+from typing import TYPE_CHECKING
 
 from citedocs.errors import InputError
 from citedocs.parsers.pdf import _open
+
+if TYPE_CHECKING:
+    import pypdfium2 as pdfium  # PDFium and Pillow load on the first page shown, not at start-up
 
 __all__ = ["MAX_WIDTH_PX", "RenderedPage", "render_page"]
 
@@ -48,6 +49,8 @@ def needles(passage: str) -> list[str]:
 
 def render_page(data: bytes, name: str, page: int, passage: str = "", width_px: int = 1100) -> RenderedPage:
     """Page `page` (1-based) of the PDF in `data`, `width_px` wide (at most MAX_WIDTH_PX), `passage` marked."""
+    from PIL import Image, ImageDraw
+
     doc = _open(data, name)
     try:
         count = len(doc)

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import urldefrag
 
 from citedocs.hits import LINK_FORMAT
 from citedocs.index.records import chunk_id_for, embedding_input
-from citedocs.sites.rank import url_path_text
-from citedocs.sources.llmstxt import DocLink
 from citedocs.store import ChunkRecord, DocumentRecord, Source, Store
 from citedocs.text.analyzer import index_text
+
+if TYPE_CHECKING:
+    from citedocs.sources.llmstxt import DocLink
 
 __all__ = ["LINKS_KEY", "ensure_link_documents", "link_document", "sync_links"]
 
@@ -34,6 +36,8 @@ def link_document(link: DocLink) -> tuple[DocumentRecord, ChunkRecord]:
     section and the URL's path words count as body terms, as they say where the page sits."""
     title = link.title.strip() or link.url
     text = link.description.strip() or title
+    from citedocs.sites.rank import url_path_text  # the site ranker: not for a search that finds it done
+
     heading_terms = index_text(f"{title} {url_path_text(link.url)}")
     body_terms = index_text(f"{text} {link.section}")
     digest = hashlib.sha256(embedding_input(title, text).encode()).hexdigest()
