@@ -223,3 +223,26 @@ def test_cache_prompt_is_sent_only_to_a_server_that_showed_it_is_llama_cpp() -> 
     assert "cache_prompt" not in bodies[0] and "cache_prompt" not in bodies[1]
     assert bodies[2]["cache_prompt"] is True
     assert finishes[0].server_timings is None and finishes[1].server_timings == timings
+
+
+NOISY = hit(
+    "## Server port\n\n"
+    "| port | 8765 | the **HTTP API** |\n"
+    '{"port": 8765, "host": "127.0.0.1", "tls": false}\n\n'
+    "The server listens on **port 8765** by default.\n\n"
+    "The server listens on port 8765 by default."
+)
+
+
+def test_the_evidence_sentences_are_readable_and_said_once_but_quotes_stay_verbatim() -> None:
+    from citedocs.answer.quotes import choose_quotes
+
+    question = "Which port does the server listen on?"
+    texts = [w.text for w in best_sentences(question, [NOISY], 5)]
+    assert "The server listens on port 8765 by default." in texts
+    assert texts.count("The server listens on port 8765 by default.") == 1
+    assert all("**" not in t and "|" not in t and "{" not in t and not t.startswith("#") for t in texts)
+    for window in best_sentences(question, [NOISY], 5):  # each still says where it stands verbatim
+        assert 1 <= window.line_start <= window.line_end <= NOISY.line_end
+    quotes = choose_quotes(question, [NOISY])
+    assert quotes and all(NOISY.text[q.start : q.end] == q.text for q in quotes)

@@ -217,3 +217,43 @@ def test_real_files_best_hit_across_all_sources(real_index: SiteIndex, query: st
     assert hits[0].url == url
     assert all(0.0 <= hit.score <= 1.0 for hit in hits)
     assert hits == sorted(hits, key=lambda hit: -hit.score)
+
+
+JA_LLMS_TXT = """# Debian 開発者レファレンス
+
+> Debian の開発者向けの手引きです。
+
+## パッケージ
+
+- [重要度](https://x.dev/severity.html)
+- [新規パッケージ](https://x.dev/new.html): ITP バグを出してからアップロードします。
+- [開発者責任](https://x.dev/duties.html)
+- [翻訳](https://x.dev/l10n.html): 翻訳者との作業
+"""
+
+
+def test_kanji_only_titles_of_a_japanese_site_are_japanese_words() -> None:
+    """A Japanese question (kana: analysed as Japanese words only) finds a title of kanji only (issue 47)."""
+    links = parse_llms_txt(JA_LLMS_TXT, "https://x.dev/llms.txt").links
+    index = _index(ja=links)
+    assert index.search("バグの重要度について")[0].url == "https://x.dev/severity.html"
+    assert index.search("重要度")[0].url == "https://x.dev/severity.html"  # kanji only: asked both ways
+    assert index.search("開発者の責任とは")[0].url == "https://x.dev/duties.html"
+    zh = _index(zh=[_link("日志轮转", "log"), _link("数据库", "db")])  # no kana: Chinese bigrams, as before
+    assert zh.search("日志")[0].url == "https://x.dev/log"
+
+
+def test_a_japanese_sites_link_documents_hold_the_words_a_japanese_query_asks_for() -> None:
+    """The main index's stand-ins for unfetched pages: their title terms meet the Japanese query's terms."""
+    from citedocs.sites.links import link_document
+    from citedocs.sites.rank import site_is_japanese
+    from citedocs.text.analyzer import query_terms
+
+    links = parse_llms_txt(JA_LLMS_TXT, "https://x.dev/llms.txt").links
+    assert site_is_japanese(links)
+    severity = next(link for link in links if link.title == "重要度")
+    _, chunk = link_document(severity, site_is_japanese(links))
+    assert set(query_terms("バグの重要度について")) & set(chunk.heading_terms.split()) == {"重要度"}
+    _, alone = link_document(DocLink("重要度", "https://x.dev/s"))  # by itself, kanji only reads as Chinese
+    assert alone.heading_terms.split()[:2] == ["重要", "要度"]
+    assert link_document(severity, True)[0].sha256 != link_document(severity, False)[0].sha256

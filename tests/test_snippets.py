@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 from citedocs.search.snippets import make_snippet
 from citedocs.text.analyzer import query_terms
+from conftest import shared
 
 
 def test_words_that_analyse_to_a_query_term_are_marked_and_words_merely_containing_it_are_not() -> None:
@@ -28,3 +36,70 @@ def test_the_window_starts_near_the_best_run_of_matches() -> None:
     snippet = make_snippet(text, query_terms("vitamin deficiency supplements"), width=120)
     assert snippet.startswith("…") and snippet.endswith("…")
     assert "**vitamin** D **deficiency** and **vitamin** D **supplements**" in snippet
+
+
+# Sentences of the real Japanese manual (../shared/data/ja-developers-reference/docs/pkgs.html, resources.html).
+JA_SEVERITY = (
+    "時々、重要度の定義に合うようにバグの重要度を調整する必要もあります。これは、人々はバグ修正を確実に早くして"
+    "もらうために重要度を極端に上げようとするからです。"
+)
+JA_MAINTENANCE = (
+    "共同メンテナンス (collaborative maintenance) は、Debian パッケージのメンテナンス責任を数人でシェアする"
+    "ことを指す用語です。"
+)
+
+
+def test_japanese_query_words_are_marked_in_japanese_text() -> None:
+    assert make_snippet(JA_SEVERITY, query_terms("重要度")) == (
+        "時々、**重要度**の定義に合うようにバグの**重要度**を調整する必要もあります。これは、人々はバグ修正を確実に"
+        "早くしてもらうために**重要度**を極端に上げようとするからです。"
+    )
+    assert make_snippet(JA_MAINTENANCE, query_terms("メンテナンス")) == (
+        "共同**メンテナンス** (collaborative maintenance) は、Debian パッケージの**メンテナンス**責任を数人で"
+        "シェアすることを指す用語です。"
+    )
+
+
+def test_a_japanese_question_marks_its_nouns_not_its_grammar_or_its_verbs() -> None:
+    snippet = make_snippet(JA_SEVERITY, query_terms("バグの重要度を調整するには？"))
+    assert "**バグ**の**重要度**を**調整**する" in snippet
+    assert set(re.findall(r"\*\*(.+?)\*\*", snippet)) == {"バグ", "重要度", "調整"}
+
+
+def test_latin_and_japanese_terms_of_one_query_are_both_marked() -> None:
+    assert make_snippet(JA_MAINTENANCE, query_terms("Debian のメンテナンス")).startswith(
+        "共同**メンテナンス** (collaborative maintenance) は、**Debian** パッケージの**メンテナンス**責任"
+    )
+
+
+def test_chinese_bigrams_mark_the_word_once_and_half_width_kana_is_marked_as_written() -> None:
+    assert (
+        make_snippet("数据库的日志每天轮转一次。", query_terms("日志轮转"))
+        == "数据库的**日志**每天**轮转**一次。"
+    )
+    assert make_snippet("ｶﾞｲﾄﾞの重要度", query_terms("ガイド")) == "**ｶﾞｲﾄﾞ**の重要度"
+
+
+def test_the_window_moves_to_the_japanese_match() -> None:
+    text = "前置きの文章です。" * 60 + JA_SEVERITY + "後書きの文章です。" * 60
+    snippet = make_snippet(text, query_terms("重要度"), width=120)
+    assert snippet.startswith("…") and snippet.endswith("…") and snippet.count("**重要度**") >= 2
+
+
+def test_a_search_of_the_real_manual_marks_the_japanese_word_in_every_hit(tmp_path: Path) -> None:
+    """The command a user runs: `citedocs search 重要度` over the Japanese manual, each hit's snippet marked."""
+    env = {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.db"), "CITEDOCS_EMBEDDER": "none"}
+
+    def cli(*args: str) -> str:
+        proc = subprocess.run([sys.executable, "-m", "citedocs", *args], capture_output=True, text=True, env=env,
+                              timeout=180, check=False)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    cli("add", str(shared("ja-developers-reference") / "docs"))
+    for word in ("重要度", "メンテナンス"):
+        hits = json.loads(cli("search", word, "--mode", "keyword", "--json", "-k", "5"))["hits"]
+        holding = [
+            hit for hit in hits if word in hit["snippet"].replace("**", "")
+        ]  # others: by their heading
+        assert len(holding) >= 3 and all(f"**{word}**" in hit["snippet"] for hit in holding), hits

@@ -24,7 +24,7 @@ from citedocs.llm.client import LLMClient
 from citedocs.llm.llama import free_port
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
-from conftest import OUTER_ENV, REPO
+from conftest import OUTER_ENV, REPO, shared
 from fakes.embeddings_server import FakeEmbeddings
 from fakes.live_server import live_process, live_server
 from fakes.openai_server import FakeOpenAI, Reply
@@ -186,6 +186,28 @@ def test_search_with_no_model_as_you_type_with_mode_and_filters(browser: Any, tm
         page.fill("#search-q", "port")
         page.wait_for_selector("#results .hit")
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+
+
+def test_a_japanese_search_highlights_the_japanese_word_in_the_real_manual(
+    browser: Any, tmp_path: Path
+) -> None:
+    """重要度 and メンテナンス typed into the page: each hit that shows the word shows it marked (issue 45)."""
+    library = Citedocs(Settings(db=str(tmp_path / "index.sqlite3"), embedder="none"))
+    try:
+        library.add_folder(shared("ja-developers-reference") / "docs")
+        library.index()
+        with live_server(create_app(library.settings, library, None)) as url, new_page(browser, url) as page:
+            for word in ("重要度", "メンテナンス"):
+                page.fill("#search-q", word)
+                page.wait_for_selector(f"#results[data-query='{word}'] .hit")
+                snippets = page.locator("#results .hit .snippet")
+                showing = [i for i in range(snippets.count()) if word in snippets.nth(i).inner_text()]
+                assert len(showing) >= 2
+                for i in showing:
+                    assert word in snippets.nth(i).locator("mark").all_inner_texts()
+            screenshot(page, tmp_path, "japanese-search")
+    finally:
+        library.close()
 
 
 def test_open_a_hit_in_its_context_with_the_keyboard_and_copy_its_reference(

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from citedocs.answer.gate import question_terms
+from citedocs.answer.readable import readable_sentence
 from citedocs.answer.sentences import Span, split_sentences
 from citedocs.hits import Hit
 from citedocs.llm.wire import estimate_tokens
@@ -294,11 +295,14 @@ def best_sentences(
     question: str, hits: Sequence[Hit], count: int = 3, *, scored: list[list[ScoredSentence]] | None = None
 ) -> list[EvidenceWindow]:
     """The `count` single sentences that match the question best, best first: what a reader sees while the
-    model reads (the `evidence` event). Deduplicated; each names its passage and lines."""
+    model reads (the `evidence` event). Each is made readable (`readable.readable_sentence`: no Markdown marks
+    or table pipes; fragments of JSON or code skipped for the next best) and said once; its passage and lines
+    say where it stands verbatim. Quotes and citations keep exact slices (answer/quotes.py)."""
     per_hit = scored if scored is not None else score_sentences(question, hits)
     ranked = sorted((s for sentences in per_hit for s in sentences), key=lambda s: (-s.score, s.n, s.index))
     out: list[EvidenceWindow] = []
     said: set[str] = set()
+    shown: set[str] = set()
     for s in ranked:
         if len(out) >= count or s.score < MIN_SCORE:
             break
@@ -306,7 +310,10 @@ def best_sentences(
             continue
         said.add(s.key)
         hit = hits[s.n - 1]
-        text = _text(hit, s.span)
+        text = readable_sentence(_text(hit, s.span))
+        if text is None or text.lower() in shown:
+            continue
+        shown.add(text.lower())
         out.append(
             EvidenceWindow(
                 s.n, hit.path, hit.heading, hit.page, *line_span(hit, s.span.start, s.span.end), text, s.score,

@@ -1,4 +1,10 @@
-"""Snippets: the window of a passage with the most distinct query terms, matches marked **like this**."""
+"""Snippets: the window of a passage with the most distinct query terms, matches marked **like this**.
+
+Latin words are marked when they analyse to a query term (its stem, an identifier whole); Chinese, Japanese
+and Korean text, which has no spaces, when the analyzer's word there (SudachiPy's for Japanese, a character
+bigram otherwise) is a query term: `重要度` is marked in 「バグの重要度は」, and the overlapping bigrams of
+`重要度` asked as Chinese mark the word once, whole.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import re
 from collections.abc import Collection
 
 from citedocs.text.analyzer import word_stem
+from citedocs.text.cjk import RAW_CJK_RUN, cjk_spans, has_cjk, is_japanese, normalize, sudachi_in_use
 
 _PLAIN = re.compile(r"\w+")
 
@@ -53,16 +60,58 @@ def _is_word_char(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
+def _cjk_found(text: str, wanted: set[str]) -> list[tuple[int, int, str]]:
+    """(start, end, term) of the CJK words of `text` that are query terms, positions in `text`.
+
+    Only runs holding a wanted term's first two characters are analysed (SudachiPy costs ~10x the Latin
+    snippet; a word's normalised form may differ from how it is written, `サーバ` is `サーバー`, but rarely in
+    its start). A passage without kana is cut both ways when SudachiPy is in use: its document may be
+    Japanese (analysed as Japanese words) or Chinese (bigrams), as a query of ideographs is asked both ways."""
+    starts = {t[:2] for t in wanted}
+    japanese = is_japanese(text)
+    found: list[tuple[int, int, str]] = []
+    for match in RAW_CJK_RUN.finditer(text):
+        raw = match.group()
+        run = normalize(raw)
+        if not any(start in run for start in starts):
+            continue
+        at = _positions(raw, run)
+        spans = set(cjk_spans(run, japanese))
+        if not japanese and sudachi_in_use():
+            spans.update(cjk_spans(run, True))
+        for s, e, word, level in spans:
+            # words that state a fact (nouns, adjectives): not grammar, nor the する of 「変更するには」
+            if level == 2 and word in wanted:
+                found.append((match.start() + at[s], match.start() + at[e], word))
+    return found
+
+
+def _positions(raw: str, run: str) -> list[int]:
+    """For each position in `run` (`raw` NFKC-normalised), the position in `raw`: the same but where NFKC
+    changed the length (half-width kana with a voiced mark, compatibility ideographs)."""
+    if len(raw) == len(run):
+        return list(range(len(run) + 1))
+    at = [-1] * (len(run) + 1)
+    for i in range(len(raw) + 1):  # the last raw position whose normalised prefix has each length
+        at[min(len(normalize(raw[:i])), len(run))] = i
+    for p in range(1, len(run) + 1):  # a length no prefix has (inside one character's expansion)
+        at[p] = max(at[p], at[p - 1])
+    return at
+
+
 def make_snippet(text: str, query_terms: Collection[str], width: int = 240) -> str:
     wanted = set(query_terms)
+    latin = {t for t in wanted if not has_cjk(t)}
     found: list[tuple[int, int, str]] = []
-    if wanted:
-        folded = text.isascii() and all(t == t.lower() for t in wanted)
-        for start, end in _spans(text, frozenset(wanted), folded):
+    if latin:
+        folded = text.isascii() and all(t == t.lower() for t in latin)
+        for start, end in _spans(text, frozenset(latin), folded):
             word = text[start:end]
-            key = word.lower() if word.lower() in wanted else word_stem(word)
-            if key in wanted:
+            key = word.lower() if word.lower() in latin else word_stem(word)
+            if key in latin:
                 found.append((start, end, key))
+    if len(latin) < len(wanted) and not text.isascii():
+        found = sorted(found + _cjk_found(text, wanted - latin))
     if not found:
         return _trim(text, 0, width)
     span = width - width // 4  # the window shown starts width/4 before the best run of matches
@@ -85,7 +134,7 @@ def make_snippet(text: str, query_terms: Collection[str], width: int = 240) -> s
     end = min(len(text), start + width)
     marked = []
     cursor = start
-    for s, e, _ in found:
+    for s, e in _merged(found):
         if s < cursor or e > end:
             continue
         marked.append(text[cursor:s])
@@ -94,6 +143,18 @@ def make_snippet(text: str, query_terms: Collection[str], width: int = 240) -> s
     marked.append(text[cursor:end])
     body = " ".join("".join(marked).split())
     return ("…" if start > 0 else "") + body + ("…" if end < len(text) else "")
+
+
+def _merged(found: list[tuple[int, int, str]]) -> list[tuple[int, int]]:
+    """The spans to mark: overlapping or touching matches as one (CJK bigrams overlap, CJK words touch;
+    Latin matches never do, so their marks are as before)."""
+    out: list[tuple[int, int]] = []
+    for s, e, _ in found:
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
 
 
 def _trim(text: str, start: int, width: int) -> str:

@@ -29,17 +29,21 @@ LINKS_KEY = "site_link_documents"  # set once every site's unfetched pages have 
 _BATCH = 500
 
 
-def link_document(link: DocLink) -> tuple[DocumentRecord, ChunkRecord]:
+def link_document(link: DocLink, japanese: bool | None = None) -> tuple[DocumentRecord, ChunkRecord]:
     """The document and its single chunk that stand for an unfetched page.
 
     The title is the heading (weighted like a passage's heading), the description the text a hit shows; the
-    section and the URL's path words count as body terms, as they say where the page sits."""
+    section and the URL's path words count as body terms, as they say where the page sits. `japanese`: the
+    site is Japanese (`site_is_japanese`), so a title of kanji only is cut into Japanese words, as a Japanese
+    document's headings are (None: decide by the link's own text)."""
     title = link.title.strip() or link.url
     text = link.description.strip() or title
-    from citedocs.sites.rank import url_path_text  # the site ranker: not for a search that finds it done
+    from citedocs.sites.rank import site_is_japanese, url_path_text  # the site ranker: not for a search
 
-    heading_terms = index_text(f"{title} {url_path_text(link.url)}")
-    body_terms = index_text(f"{text} {link.section}")
+    if japanese is None:
+        japanese = site_is_japanese([link])
+    heading_terms = index_text(f"{title} {url_path_text(link.url)}", japanese)
+    body_terms = index_text(f"{text} {link.section}", japanese)
     digest = hashlib.sha256(embedding_input(title, text).encode()).hexdigest()
     chunk = ChunkRecord(
         chunk_id=chunk_id_for(link.url, title, text, {}), ord=0, heading=title, page_start=None,
@@ -48,7 +52,8 @@ def link_document(link: DocLink) -> tuple[DocumentRecord, ChunkRecord]:
     )  # fmt: skip
     record = DocumentRecord(
         path=link.url, rel_path=link.url, format=LINK_FORMAT, size=None, mtime_ns=None,
-        sha256=hashlib.sha256(f"{title}\0{text}\0{link.section}".encode()).hexdigest(),
+        # "ja": a link analysed as Japanese is written again (once) where an older analysis cut it into bigrams
+        sha256=hashlib.sha256(f"{title}\0{text}\0{link.section}{chr(0) + 'ja' if japanese else ''}".encode()).hexdigest(),
         status="indexed", title=title,
     )  # fmt: skip
     return record, chunk
@@ -66,8 +71,11 @@ def sync_links(store: Store, source: Source, links: Sequence[DocLink], stored_pa
         if link.url not in fetched and urldefrag(link.url).url not in fetched:
             wanted.setdefault(link.url, link)
     writes = []
+    from citedocs.sites.rank import site_is_japanese
+
+    japanese = site_is_japanese(links)
     for url, link in wanted.items():
-        record, chunk = link_document(link)
+        record, chunk = link_document(link, japanese)
         old = documents.get(url)
         # a new link, or a changed one; never a fetched page's chunks
         if old is None or (old.format == LINK_FORMAT and old.sha256 != record.sha256):

@@ -27,9 +27,10 @@ from functools import lru_cache
 
 from citedocs.errors import InputError, NotFoundError
 from citedocs.sources.llmstxt import DocLink
+from citedocs.text.cjk import is_japanese
 from citedocs.text.links import RAW_TOKEN, analyze, analyze_token, bigrams, tokenize
 
-__all__ = ["MAX_K", "SiteHit", "SiteIndex", "tokenize", "url_path_text"]
+__all__ = ["MAX_K", "SiteHit", "SiteIndex", "site_is_japanese", "tokenize", "url_path_text"]
 
 MAX_K = 50
 FIELD_WEIGHTS = (5.0, 2.0, 2.0, 1.0, 0.3)  # title, section, url path, description, page text
@@ -46,16 +47,22 @@ _URL_PATH = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*")
 _FRAGMENT_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-def _field_terms(text: str) -> tuple[tuple[str, ...], int]:
-    """Unigram and bigram occurrences of one field, and its length in unigrams."""
-    terms, stems = analyze(text)
+def _field_terms(text: str, japanese: bool) -> tuple[tuple[str, ...], int]:
+    """Unigram and bigram occurrences of one field, and its length in unigrams; `japanese`: the site's."""
+    terms, stems = analyze(text, japanese)
     return (*terms, *bigrams(stems)), len(terms)
 
 
 @lru_cache(maxsize=4096)
-def _label_terms(text: str) -> tuple[tuple[str, ...], int]:
+def _label_terms(text: str, japanese: bool) -> tuple[tuple[str, ...], int]:
     """`_field_terms` for short, often repeated labels (sections repeat for every link under them)."""
-    return _field_terms(text)
+    return _field_terms(text, japanese)
+
+
+def site_is_japanese(links: Sequence[DocLink]) -> bool:
+    """One language per site, as per document in the index: a site whose titles, sections or descriptions
+    hold kana is Japanese, so its titles of kanji only are Japanese words too, not Chinese bigrams."""
+    return any(is_japanese(f"{link.title} {link.section} {link.description}") for link in links)
 
 
 def url_path_text(url: str) -> str:
@@ -97,6 +104,7 @@ class _Segment:
         self.length_totals = [0.0] * len(FIELD_WEIGHTS)
         self.pages = 0
         self._factors: tuple[tuple[float, ...], list[tuple[float, ...]]] = ((), [])
+        self.japanese = japanese = site_is_japanese(links)
         postings = self.postings
         for link in links:
             if link.url in self.by_url:
@@ -107,7 +115,9 @@ class _Segment:
             texts = (link.title, link.section, url_path_text(link.url), link.description)
             for f, text in enumerate(texts):
                 if text:
-                    terms, lengths[f] = _label_terms(text) if f < 3 else _field_terms(text)
+                    terms, lengths[f] = (
+                        _label_terms(text, japanese) if f < 3 else _field_terms(text, japanese)
+                    )
                     code = idx << 3 | f
                     for term in terms:
                         postings[term].append(code)
@@ -152,7 +162,7 @@ class _Segment:
         if entry.page_text:
             self.length_totals[_PAGE] -= entry.lengths[_PAGE]
             self.pages -= 1
-        terms, length = _field_terms(text)
+        terms, length = _field_terms(text, self.japanese)
         counts = Counter(terms)
         entry.page_text, entry.page_counts, entry.lengths[_PAGE] = (
             (text, counts, length) if length else ("", Counter(), 0)
@@ -208,13 +218,18 @@ class SiteIndex:
             raise InputError(
                 f"k must be between 1 and {MAX_K}, got {k!r}.", f"Ask for at most {MAX_K} results."
             )
-        terms, stems = analyze(query)
+        terms, stems = analyze(query, query=True)
         weighted = dict.fromkeys(terms, 1.0)
         weighted.update(dict.fromkeys(bigrams(stems), BIGRAM_WEIGHT))
         if not weighted:
             return []
         with self._lock:
             segments = self._segments if source is None else {source: self._segment(source)}
+            # a CJK query's other form (Japanese words beside Chinese bigrams) counts only where a site has it
+            plain = set(analyze(query)[0])
+            for term in [t for t in terms if t not in plain]:
+                if not any(s.df.get(term) for s in self._segments.values()):
+                    del weighted[term]
             ranked = self._rank(weighted, segments, k)
         marks = set(terms)
         return [

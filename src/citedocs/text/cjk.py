@@ -18,7 +18,9 @@ from typing import Any
 
 __all__ = [
     "CJK_RUN",
+    "RAW_CJK_RUN",
     "analyzer_id",
+    "cjk_spans",
     "cjk_tokens",
     "cjk_words",
     "configure",
@@ -27,6 +29,7 @@ __all__ = [
     "is_japanese",
     "normalize",
     "query_cjk_tokens",
+    "sudachi_in_use",
 ]
 
 # Hiragana, katakana (with its phonetic extensions and the prolonged-sound mark), CJK ideographs (with
@@ -36,6 +39,8 @@ _CJK_CLASS = (
     "\u3130-\u318f\u3005-\u3007"
 )
 CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+# A CJK run of text not yet `normalize`d: half-width katakana too (NFKC makes it katakana).
+RAW_CJK_RUN = re.compile(f"[{_CJK_CLASS}\uff66-\uff9f]+")
 _KANA = re.compile("[\u3041-\u3096\u30a1-\u30fa]")
 _HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3005-\u3007]")
@@ -78,6 +83,11 @@ def _japanese_segmenter() -> str:
     if _mode == "bigram" or (_mode == "auto" and not _sudachi_available()):
         return "bigram"
     return "sudachi"
+
+
+def sudachi_in_use() -> bool:
+    """Japanese is cut by SudachiPy now (installed and not switched off), not into bigrams."""
+    return _japanese_segmenter() == "sudachi"
 
 
 def analyzer_id() -> str:
@@ -129,6 +139,22 @@ def _words(run: str, japanese: bool) -> tuple[tuple[str, int], ...]:
     if japanese and _japanese_segmenter() == "sudachi":
         return _sudachi(run)
     return _bigrams(run)
+
+
+@functools.lru_cache(maxsize=8192)
+def cjk_spans(run: str, japanese: bool) -> tuple[tuple[int, int, str, int], ...]:
+    """(start, end, word, level) of each word of one CJK run as `cjk_tokens` cuts it, positions in `run`
+    (already `normalize`d): what a snippet marks. Bigrams overlap; SudachiPy's words do not."""
+    if japanese and _japanese_segmenter() == "sudachi":
+        out = []
+        for m in _tokenizer().tokenize(run):
+            pos = m.part_of_speech()[0]
+            if pos not in _SKIPPED_POS:
+                level = 0 if pos in _FUNCTION_POS else 2 if pos in _FACT_POS else 1
+                out.append((m.begin(), m.end(), m.normalized_form().lower(), level))
+        return tuple(out)
+    grams = [(0, 1, run)] if len(run) == 1 else [(i, i + 2, run[i : i + 2]) for i in range(len(run) - 1)]
+    return tuple((s, e, g, 0 if _HIRAGANA_ONLY.match(g) else 2) for s, e, g in grams)
 
 
 def cjk_tokens(run: str, japanese: bool) -> tuple[tuple[str, int], ...]:

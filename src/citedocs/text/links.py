@@ -12,7 +12,7 @@ from functools import lru_cache
 from itertools import pairwise
 
 from citedocs.text.analyzer import LINK_STOPWORDS, stem_word
-from citedocs.text.cjk import CJK_RUN, content_cjk_words, is_japanese, normalize
+from citedocs.text.cjk import CJK_RUN, content_cjk_words, is_japanese, normalize, query_cjk_tokens
 
 __all__ = ["RAW_TOKEN", "analyze", "analyze_token", "bigrams", "tokenize"]
 
@@ -52,12 +52,17 @@ def analyze_token(raw: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(terms), tuple(stems)
 
 
-def analyze(text: str) -> tuple[list[str], list[str]]:
-    """(terms, stems in reading order); CJK runs give their content words (`cjk`), as in the index."""
+def analyze(text: str, japanese: bool | None = None, *, query: bool = False) -> tuple[list[str], list[str]]:
+    """(terms, stems in reading order); CJK runs give their content words (`cjk`), as in the index.
+
+    `japanese`: the text belongs to a Japanese site (its other links hold kana), so a title of kanji only is
+    cut into Japanese words like the rest (None: decide by the text itself). A `query` run of ideographs
+    without kana gives both forms as terms (`cjk.query_cjk_tokens`): the site may be Japanese or Chinese."""
     terms: list[str] = []
     stems: list[str] = []
     text = normalize(text)
-    japanese = is_japanese(text)
+    if japanese is None:
+        japanese = is_japanese(text)
     for match in RAW_TOKEN.finditer(text):
         raw = match.group()
         if raw.isascii() or CJK_RUN.search(raw) is None:
@@ -70,7 +75,9 @@ def analyze(text: str) -> tuple[list[str], list[str]]:
                 continue
             if CJK_RUN.fullmatch(piece):
                 words = content_cjk_words(piece, japanese)
-                terms.extend(words)
+                terms.extend(
+                    [w for w, level in query_cjk_tokens(piece, japanese) if level] if query else words
+                )
                 stems.extend(words)
             else:
                 for sub in RAW_TOKEN.findall(piece):

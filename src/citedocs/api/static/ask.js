@@ -220,14 +220,18 @@ function renderSources(list, note) {
 }
 
 // The evidence event's best sentences, cleaned for reading: no Markdown marks, table pipes, JSON or repeats.
+// The server cleans them already (answer/readable.py, the same rules): this second pass leaves those as they are.
 export function cleanEvidence(items) {
   const seen = new Set();
   const out = [];
   for (const item of items || []) {
     const text = String(item.text || "").replace(/^\s{0,3}#{1,6}\s+/gm, "").replace(/\s*\|\s*/g, " · ")
-      .replace(/(\*\*|__|`)/g, "").replace(/^[\s·>*-]+|[\s·]+$/g, "").replace(/\s+/g, " ").trim();
+      .replace(/`+([^`]*)`+/g, "$1").replace(/\*\*(?=\S)(.+?)(?<=\S)\*\*/g, "$1")
+      .replace(/(?<!\w)__(?=\S)([^_]*?\s[^_]*?)(?<=\S)__(?!\w)/g, "$1")
+      .replace(/^[\s·>*-]+|[\s·]+$/g, "").replace(/\s+/g, " ").trim();
     const marks = (text.match(/[{}\[\]":]/g) || []).length;
-    if (text.length < 12 || marks > text.length * 0.08) continue; // a JSON or code fragment, not a sentence
+    const size = text.length + (text.match(/[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]/g) || []).length;
+    if (size < 12 || marks > text.length * 0.08) continue; // a JSON or code fragment, not a sentence (CJK: 2 each)
     const key = text.toLowerCase();
     if (seen.has(key)) continue;
     seen.add(key);
