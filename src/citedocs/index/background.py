@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from citedocs.store import SQLiteStore, Store
-from citedocs.store.leases import Lease, file_lease_held, lease_file, try_file_lease
+from citedocs.store.leases import FileLease, Lease, file_lease_held, lease_file, try_file_lease
 
 if TYPE_CHECKING:
     from citedocs.index.embedding import EmbedProgress
@@ -39,6 +39,9 @@ __all__ = [
 ]
 
 EMBED_LEASE = "embed"
+
+
+HANDOFF_ENV = "CITEDOCS_EMBED_LEASE_FD"  # the lease descriptor a detached embedder inherits
 
 
 @dataclass(slots=True, frozen=True)
@@ -84,18 +87,36 @@ def start_embedder(store: Store, db: str) -> Embedder | None:
     running = background_embedder(store)
     if running is not None:
         return running
+    lock = lease_file(path, EMBED_LEASE)
+    assert lock is not None
+    # The lease is taken here and handed to the child through an inherited descriptor, so from the moment
+    # `add` returns, `status` and a second `add` see the embedder (the child may take a while to start).
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return background_embedder(store)  # another process started one just now
     log = embed_log(path)
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "citedocs", "embed", "--detached", "--db", db],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            close_fds=True,
-        )  # fmt: skip
+    try:
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "citedocs", "embed", "--detached", "--db", db],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                close_fds=True, pass_fds=(fd,), env={**os.environ, HANDOFF_ENV: str(fd)},
+            )  # fmt: skip
+        Path(lock).write_text(str(proc.pid), encoding="utf-8")
+    finally:
+        os.close(fd)  # the child holds the lock through its own copy of the descriptor
     return Embedder(proc.pid, log)
 
 
 def _lease(path: str, *, wait: bool) -> Lease | None:
-    """The embed lease with this pid written into it; with `wait`, block until the holder lets go."""
+    """The embed lease with this pid written into it; with `wait`, block until the holder lets go. A detached
+    embedder started by `start_embedder` already holds it, through the descriptor named in HANDOFF_ENV."""
+    handed = os.environ.pop(HANDOFF_ENV, "")
+    if handed.isdigit():
+        return FileLease(int(handed))
     if not wait:
         lease = try_file_lease(path, EMBED_LEASE)
     else:
