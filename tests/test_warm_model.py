@@ -20,50 +20,20 @@ import anyio
 import pytest
 
 from conftest import REPO
+from fakes.llama_server import starts as started
+from fakes.llama_server import write_llama_server
 from test_model_serve import QUESTION, ask_when_ready, start_serve, stop
-
-TESTS = Path(__file__).resolve().parent
-
-COUNTING_LLAMA = """\
-import json, os, re, signal, sys
-sys.path.insert(0, {tests!r})
-from fakes.openai_server import FakeOpenAI, Reply
-args = sys.argv[1:]
-if "--help" in args:
-    print("usage: llama-server -m FILE --port N")
-    sys.exit(0)
-with open({starts!r}, "a") as f:
-    f.write(json.dumps({{"pid": os.getpid(), "args": args}}) + "\\n")
-def respond(request):
-    prompt = request.body["messages"][-1]["content"]
-    for n, body in re.findall(r"<<<SOURCE \\[(\\d+)\\] \\w+>>>[^\\n]*\\n(.*?)<<<END SOURCE", prompt, re.S):
-        if "9464" in body:
-            return Reply(tokens=["Prometheus metrics are served on port 9464 ", f"[{{n}}]."])
-    return Reply(tokens=["I cannot find that in the documents."])
-with FakeOpenAI(responder=respond, port=int(args[args.index("--port") + 1])):
-    signal.sigwait([signal.SIGTERM, signal.SIGINT])
-"""
 
 
 def counting_llama(tmp_path: Path) -> tuple[dict[str, str], Path]:
     """The environment of a process with a local GGUF configured and the counting stand-in as its server."""
     starts = tmp_path / "llama-starts.jsonl"
-    server = tmp_path / "bin" / "llama-server"
-    server.parent.mkdir()
-    server.write_text(f"#!{sys.executable}\n" + COUNTING_LLAMA.format(tests=str(TESTS), starts=str(starts)),
-                      encoding="utf-8")  # fmt: skip
-    server.chmod(0o755)
+    server = write_llama_server(tmp_path / "bin" / "llama-server", starts)
     gguf = tmp_path / "model.gguf"
     gguf.write_bytes(b"GGUF" + b"\0" * 64)
     env = {**os.environ, "CITEDOCS_LLM_GGUF": str(gguf), "CITEDOCS_LLM_SERVER": str(server),
            "CITEDOCS_PORT": "0", "CITEDOCS_EMBEDDER": "none"}  # fmt: skip
     return env, starts
-
-
-def started(starts: Path) -> list[dict[str, Any]]:
-    if not starts.exists():
-        return []
-    return [json.loads(line) for line in starts.read_text(encoding="utf-8").splitlines() if line]
 
 
 def gone(pid: int, timeout: float = 15.0) -> bool:
