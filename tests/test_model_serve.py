@@ -70,6 +70,17 @@ def stop(proc: subprocess.Popen[str]) -> None:
     assert proc.wait(60) == 0
 
 
+def mcp_on_sample_docs(tmp_path: Path, env: dict[str, str]) -> Any:
+    """The sample docs indexed by `citedocs add`, and the parameters that start `citedocs mcp` on them."""
+    from mcp.client.stdio import StdioServerParameters
+
+    shutil.copytree(REPO / "examples" / "sample-docs", tmp_path / "docs")
+    db = str(tmp_path / "index.sqlite3")
+    command = [sys.executable, "-m", "citedocs", "add", str(tmp_path / "docs"), "--db", db]
+    subprocess.run(command, env=env, check=True, capture_output=True)
+    return StdioServerParameters(command=sys.executable, args=["-m", "citedocs", "mcp", "--db", db], env=env)
+
+
 def installed_tiny(tmp_path: Path) -> tuple[InstallReport, Path, dict[str, str]]:
     """The tiny model installed, a stand-in llama-server where `model install` puts the one it builds, and the
     environment of a process that has no LLM configured."""
@@ -104,16 +115,10 @@ def test_serve_starts_the_installed_model_with_the_installed_server(tmp_path: Pa
 def test_mcp_offers_ask_and_answers_with_the_installed_model(tmp_path: Path) -> None:
     import anyio
     from mcp.client import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.client.stdio import stdio_client
 
     report, record, env = installed_tiny(tmp_path)
-    shutil.copytree(REPO / "examples" / "sample-docs", tmp_path / "docs")
-    db = str(tmp_path / "index.sqlite3")
-    subprocess.run([sys.executable, "-m", "citedocs", "add", str(tmp_path / "docs"), "--db", db], env=env,
-                   check=True, capture_output=True)  # fmt: skip
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "citedocs", "mcp", "--db", db], env=env
-    )
+    params = mcp_on_sample_docs(tmp_path, env)
 
     async def main() -> str:
         with open(tmp_path / "mcp-stderr.txt", "w", encoding="utf-8") as err:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -19,10 +18,9 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import REPO
 from fakes.llama_server import starts as started
 from fakes.llama_server import write_llama_server
-from test_model_serve import QUESTION, ask_when_ready, start_serve, stop
+from test_model_serve import QUESTION, ask_when_ready, mcp_on_sample_docs, start_serve, stop
 
 
 def counting_llama(tmp_path: Path) -> tuple[dict[str, str], Path]:
@@ -55,16 +53,10 @@ def text_of(result: Any) -> str:
 @pytest.mark.slow  # an MCP server process and a stand-in model server
 def test_three_asks_to_one_citedocs_mcp_start_the_model_server_once(tmp_path: Path) -> None:
     from mcp.client import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.client.stdio import stdio_client
 
     env, starts = counting_llama(tmp_path)
-    shutil.copytree(REPO / "examples" / "sample-docs", tmp_path / "docs")
-    db = str(tmp_path / "index.sqlite3")
-    subprocess.run([sys.executable, "-m", "citedocs", "add", str(tmp_path / "docs"), "--db", db], env=env,
-                   check=True, capture_output=True)  # fmt: skip
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "citedocs", "mcp", "--db", db], env=env
-    )
+    params = mcp_on_sample_docs(tmp_path, env)
 
     async def main() -> list[str]:
         with open(tmp_path / "mcp-stderr.txt", "w", encoding="utf-8") as err:
