@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import socket
@@ -27,14 +26,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _env import SHARED_DATA, median, pct, print_header
+
+from fakes.live_server import live_process
 
 QUESTIONS = [
     "How do I install Claude Code?",
@@ -144,30 +145,6 @@ async def run_level(url: str, pid: int, users: int, duration: float) -> Level:
     return level
 
 
-@contextlib.contextmanager
-def started(command: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    with log.open("wb") as out:
-        proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-def wait_for(url: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url, timeout=5).status_code == 200:
-                return
-        time.sleep(0.3)
-    raise SystemExit(f"{url} did not answer within {timeout} s")
-
-
 def report(level: Level, duration: float) -> dict[str, object]:
     rss = [s[1] for s in level.samples]
     warm = [s for s in level.samples if s[0] >= duration * WARMUP_SHARE]
@@ -214,16 +191,18 @@ def main() -> None:
         work = Path(tmp)
         llm_port, port = free_port(), free_port()
         env = {**os.environ, "CITEDOCS_DB": str(work / "index.sqlite3"), "CITEDOCS_EMBEDDER": "none",
-               "CITEDOCS_LLM_BASE_URL": f"http://127.0.0.1:{llm_port}/v1", "CITEDOCS_MIN_SUPPORTED": "0",
+               "CITEDOCS_LLM_BASE_URL": f"http://127.0.0.1:{llm_port}/v1",
                "XDG_DATA_HOME": str(work / "data"), "XDG_CONFIG_HOME": str(work / "config")}  # fmt: skip
         subprocess.run([sys.executable, "-m", "citedocs", "add", str(args.docs)], env=env, check=True,
                        capture_output=True)  # fmt: skip
         model = [sys.executable, str(fake), str(llm_port), "--delay-ms", "20"]
         serve = [sys.executable, "-m", "citedocs", "serve", "--port", str(port)]
-        with started(model, env, work / "model.log"), started(serve, env, work / "serve.log") as server:
-            url = f"http://127.0.0.1:{port}"
-            wait_for(f"http://127.0.0.1:{llm_port}/health")
-            wait_for(f"{url}/healthz")
+        url = f"http://127.0.0.1:{port}"
+        llm = f"http://127.0.0.1:{llm_port}"
+        with (
+            live_process(model, env, work / "model.log", llm, health="/health"),
+            live_process(serve, env, work / "serve.log", url) as server,
+        ):
             results = []
             for users in levels:
                 level = asyncio.run(run_level(url, server.pid, users, args.duration))

@@ -21,45 +21,20 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import httpx
 from _env import SHARED_DATA, header, print_header
 
 from citedocs.llm.llama import free_port
+from fakes.live_server import live_process
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{url} exited: {log.read_text(encoding='utf-8')[-2000:]}")
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(url, timeout=5).status_code == 200:
-                return
-        time.sleep(0.5)
-    raise RuntimeError(f"{url} did not come up in {timeout} s")
-
-
-@contextlib.contextmanager
-def process(command: list[str], health: str, log: Path, env: dict[str, str] | None = None) -> Iterator[None]:
-    with log.open("w", encoding="utf-8") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=out, env=env, cwd=log.parent)
-    try:
-        wait_http(health, proc, log)
-        yield
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+WAIT_S = 300  # a llama-server loading its model on a busy machine
 
 
 def run_config(
@@ -69,10 +44,10 @@ def run_config(
         llm_urls = []
         for n in range(servers):
             port = free_port()
-            stack.enter_context(process(
+            stack.enter_context(live_process(
                 [args.llama_server, "-m", args.gguf, "--host", "127.0.0.1", "--port", str(port), "-t", "1",
                  "--parallel", "1", "-c", "4096"],
-                f"http://127.0.0.1:{port}/health", work / f"{name}-llama{n}.log",
+                None, work / f"{name}-llama{n}.log", f"http://127.0.0.1:{port}", WAIT_S, health="/health",
             ))  # fmt: skip
             llm_urls.append(f"http://127.0.0.1:{port}/v1")
         hosts = []
@@ -82,8 +57,8 @@ def run_config(
                    "CITEDOCS_LLM_BASE_URL": ",".join(llm_urls), "CITEDOCS_LLM_SLOTS": "1",
                    "CITEDOCS_MAX_CONCURRENT": str(args.max_concurrent), "CITEDOCS_LLM_MAX_TOKENS": str(args.max_tokens),
                    "CITEDOCS_CONFIG": str(work / "none.toml")}  # fmt: skip
-            stack.enter_context(process([sys.executable, "-m", "citedocs", "serve", "--port", str(port)],
-                                        f"http://127.0.0.1:{port}/healthz", work / f"{name}-api{n}.log", env))  # fmt: skip
+            stack.enter_context(live_process([sys.executable, "-m", "citedocs", "serve", "--port", str(port)],
+                                             env, work / f"{name}-api{n}.log", f"http://127.0.0.1:{port}", WAIT_S))  # fmt: skip
             hosts.append(f"http://127.0.0.1:{port}")
         prefix = work / name
         env = {**os.environ, "CITEDOCS_BENCH_HOSTS": ",".join(hosts),

@@ -42,12 +42,20 @@ def saved_prompts(run_dir: Path, count: int) -> list[list[dict[str, str]]]:
 
 
 def measure(
-    command: list[str], env: dict[str, str], gguf: str, prompts: list[list[dict[str, str]]]
+    command: list[str],
+    env: dict[str, str],
+    gguf: str,
+    prompts: list[list[dict[str, str]]],
+    extra: list[str] | None = None,
 ) -> tuple[float, list[tuple[float, float, int]]]:
+    """(seconds from start to /health 200, llama.cpp's timings of each prompt); `extra`: the server flags
+    beyond the common ones (None: the repacking flag citedocs picks for this CPU). The llama-flags study
+    (bench/studies/bench_llama_flags.py) measures with it too."""
     port = free_port()
+    flags = repack_args("auto", cpu_flags()) if extra is None else extra
     began = time.monotonic()
     process = subprocess.Popen([*command, "-m", gguf, "--host", "127.0.0.1", "--port", str(port), "-c", "8192",
-                                "--parallel", "1", *repack_args("auto", cpu_flags())], env=env,
+                                "--parallel", "1", *flags], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:

@@ -19,6 +19,7 @@ import anyio
 import pytest
 
 from citedocs.llm.install import install, prebuilt_supported
+from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from conftest import REPO
 from fakes.package_index import FakeIndex
@@ -61,8 +62,8 @@ def verdicts(env: dict[str, str], db: str) -> tuple[dict[str, Any], dict[str, An
 def test_status_model_list_and_mcp_agree_whether_answers_can_run(tmp_path: Path) -> None:
     tiny = Tiny(tmp_path, size=20_000)
     with FakeIndex(tiny.files) as index:  # the model only: a configured server stands in at install time
-        install(Settings(model_index_url=index.base_url, model_catalog=str(tiny.catalog),
-                         llama_server=str(fake_llama(tmp_path))))  # fmt: skip
+        install(Settings(llm_index_url=index.base_url, llm_catalog=str(tiny.catalog),
+                         llm_server=str(fake_llama(tmp_path))))  # fmt: skip
     env = {
         **os.environ,
         "CITEDOCS_LLM_CATALOG": str(tiny.catalog),
@@ -70,6 +71,7 @@ def test_status_model_list_and_mcp_agree_whether_answers_can_run(tmp_path: Path)
         "COLUMNS": "200",
     }
     db = str(tmp_path / "index.sqlite3")
+    Citedocs(Settings(db=db, embedder="none")).close()  # status reads an index and creates none
 
     llm, listed, tools = verdicts(env, db)  # a model, but no llama-server to run it
     assert llm["kind"] == "installed" and llm["can_answer"] is False
@@ -146,6 +148,7 @@ def test_install_puts_a_prebuilt_server_in_place_that_answers(tmp_path: Path) ->
 
     shutil.copytree(REPO / "examples" / "sample-docs", tmp_path / "docs")
     db = str(tmp_path / "index.sqlite3")
+    Citedocs(Settings(db=db, embedder="none")).close()  # status reads an index and creates none
     assert cli("add", str(tmp_path / "docs"), "--db", db, env=env).returncode == 0
     answer = cli("ask", QUESTION, "--json", "--db", db, env=env)
     assert answer.returncode == 0, answer.stderr

@@ -45,6 +45,7 @@ from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from fakes.live_server import live_server
 from fakes.openai_server import FakeOpenAI, RecordedRequest, Reply
+from test_api import read_sse
 
 FIRST = "What does error 529 mean?"
 FOLLOW_UP = "And how long should I wait before retrying it?"
@@ -213,20 +214,6 @@ def running(tmp_path: Path, rewrite: Reply | None) -> Iterator[tuple[str, FakeOp
             yield url, fake
         asyncio.run(llm.aclose())
     library.close()
-
-
-def read_sse(response: httpx.Response) -> list[tuple[str, dict[str, Any]]]:
-    events, name, data = [], "message", []
-    for line in response.iter_lines():
-        if not line:
-            if data:
-                events.append((name, json.loads("\n".join(data))))
-            name, data = "message", []
-        elif line.startswith("event:"):
-            name = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].strip())
-    return events
 
 
 def test_a_follow_up_alone_is_refused_and_with_its_history_answered_over_http(tmp_path: Path) -> None:

@@ -124,7 +124,7 @@ def test_an_interrupted_build_continues_where_it_stopped(
     monkeypatch.setenv("CMAKE_C_COMPILER_LAUNCHER", str(launcher))
     monkeypatch.setenv("GATE_DIR", str(gate))
     with FakeIndex({**tiny.files, "tiny-1.0.tar.gz": ("tiny-src", source)}) as index:
-        settings = Settings(model_index_url=index.base_url, model_catalog=str(tiny.catalog))
+        settings = Settings(llm_index_url=index.base_url, llm_catalog=str(tiny.catalog))
         with pytest.raises(LLMError, match="Building llama-server failed"):
             install(settings, build=True)  # stopped part-way: gate.h is not there yet
         assert "a.c" in compiled.read_text(encoding="utf-8")

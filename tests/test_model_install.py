@@ -20,6 +20,7 @@ import pytest
 
 from citedocs.errors import ConfigError, FetchError
 from citedocs.llm.install import install, installed_models
+from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from fakes.package_index import FakeIndex
 
@@ -200,6 +201,7 @@ def test_list_and_remove_through_the_cli(tmp_path: Path) -> None:
         )
         text = cli("model", "list", env=env).stdout
         assert "tiny (default) answers: installed" in text
+        Citedocs(Settings(embedder="none")).close()  # status reads an index and creates none
         status = json.loads(cli("status", "--json", env=env).stdout)["llm"]
         assert (
             status["kind"] == "installed"

@@ -25,28 +25,11 @@ from citedocs.llm.install import InstallReport, install
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from conftest import OUTER_ENV, REPO
+from fakes.llama_server import starts, write_llama_server
 from fakes.package_index import FakeIndex
 from test_model_install import Tiny, fake_llama, models_root
 
-TESTS = Path(__file__).resolve().parent
 QUESTION = "Which port serves the Prometheus metrics?"
-
-FAKE_LLAMA = """\
-import json, re, signal, sys
-sys.path.insert(0, {tests!r})
-from fakes.openai_server import FakeOpenAI, Reply
-args = sys.argv[1:]
-with open({record!r}, "w") as f:
-    json.dump(args, f)
-def respond(request):
-    prompt = request.body["messages"][-1]["content"]
-    for n, body in re.findall(r"<<<SOURCE \\[(\\d+)\\] \\w+>>>[^\\n]*\\n(.*?)<<<END SOURCE", prompt, re.S):
-        if "9464" in body:
-            return Reply(tokens=["Prometheus metrics are served on port 9464 ", f"[{{n}}]."])
-    return Reply(tokens=["I cannot find that in the documents."])
-with FakeOpenAI(responder=respond, port=int(args[args.index("--port") + 1])):
-    signal.sigwait([signal.SIGTERM, signal.SIGINT])
-"""
 
 
 def start_serve(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
@@ -87,6 +70,17 @@ def stop(proc: subprocess.Popen[str]) -> None:
     assert proc.wait(60) == 0
 
 
+def mcp_on_sample_docs(tmp_path: Path, env: dict[str, str]) -> Any:
+    """The sample docs indexed by `citedocs add`, and the parameters that start `citedocs mcp` on them."""
+    from mcp.client.stdio import StdioServerParameters
+
+    shutil.copytree(REPO / "examples" / "sample-docs", tmp_path / "docs")
+    db = str(tmp_path / "index.sqlite3")
+    command = [sys.executable, "-m", "citedocs", "add", str(tmp_path / "docs"), "--db", db]
+    subprocess.run(command, env=env, check=True, capture_output=True)
+    return StdioServerParameters(command=sys.executable, args=["-m", "citedocs", "mcp", "--db", db], env=env)
+
+
 def installed_tiny(tmp_path: Path) -> tuple[InstallReport, Path, dict[str, str]]:
     """The tiny model installed, a stand-in llama-server where `model install` puts the one it builds, and the
     environment of a process that has no LLM configured."""
@@ -95,12 +89,8 @@ def installed_tiny(tmp_path: Path) -> tuple[InstallReport, Path, dict[str, str]]
         settings = Settings(llm_index_url=index.base_url, llm_catalog=str(tiny.catalog),
                             llm_server=str(fake_llama(tmp_path)))  # fmt: skip
         report = install(settings)
-    record = tmp_path / "llama-args.json"
-    server = models_root() / "bin" / "llama-server"
-    server.parent.mkdir(parents=True)
-    server.write_text(f"#!{sys.executable}\n" + FAKE_LLAMA.format(tests=str(TESTS), record=str(record)),
-                      encoding="utf-8")  # fmt: skip
-    server.chmod(0o755)
+    record = tmp_path / "llama-starts.jsonl"
+    write_llama_server(models_root() / "bin" / "llama-server", record)
     env = {**os.environ, "CITEDOCS_LLM_CATALOG": str(tiny.catalog), "CITEDOCS_PORT": "0",
            "CITEDOCS_EMBEDDER": "none"}  # fmt: skip
     return report, record, env
@@ -113,7 +103,7 @@ def test_serve_starts_the_installed_model_with_the_installed_server(tmp_path: Pa
         assert call(url + "/stats")["model"]["name"] == "tiny"
         data = ask_when_ready(url, 60)["data"]
         assert "9464" in data["answer"] and data["citations"] and data["invalid_citations"] == []
-        args = json.loads(record.read_text(encoding="utf-8"))
+        args = starts(record)[-1]["args"]
         assert args[args.index("-m") + 1] == report.model.path  # the installed file, by the installed server
         health = call(url + "/healthz")
         assert health["status"] == "ok" and health["model"]["name"] == "tiny"
@@ -125,16 +115,10 @@ def test_serve_starts_the_installed_model_with_the_installed_server(tmp_path: Pa
 def test_mcp_offers_ask_and_answers_with_the_installed_model(tmp_path: Path) -> None:
     import anyio
     from mcp.client import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.client.stdio import stdio_client
 
     report, record, env = installed_tiny(tmp_path)
-    shutil.copytree(REPO / "examples" / "sample-docs", tmp_path / "docs")
-    db = str(tmp_path / "index.sqlite3")
-    subprocess.run([sys.executable, "-m", "citedocs", "add", str(tmp_path / "docs"), "--db", db], env=env,
-                   check=True, capture_output=True)  # fmt: skip
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "citedocs", "mcp", "--db", db], env=env
-    )
+    params = mcp_on_sample_docs(tmp_path, env)
 
     async def main() -> str:
         with open(tmp_path / "mcp-stderr.txt", "w", encoding="utf-8") as err:
@@ -145,7 +129,7 @@ def test_mcp_offers_ask_and_answers_with_the_installed_model(tmp_path: Path) -> 
 
     text = anyio.run(main)
     assert "9464" in text
-    args = json.loads(record.read_text(encoding="utf-8"))
+    args = starts(record)[-1]["args"]
     assert args[args.index("-m") + 1] == report.model.path
 
 

@@ -34,6 +34,16 @@ def citedocs(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
                           timeout=120, check=False)  # fmt: skip
 
 
+def one_file_index(tmp_path: Path) -> Path:
+    """An index of one markdown file about log rotation, made by `citedocs add`."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Logs\n\nLogs rotate nightly.\n", encoding="utf-8")
+    db = tmp_path / "index.sqlite3"
+    assert citedocs("add", str(docs), "--db", str(db)).returncode == 0
+    return db
+
+
 @pytest.mark.parametrize("args", READ_ONLY, ids=lambda args: args[0])
 def test_a_read_only_command_on_a_missing_index_creates_nothing_and_names_the_command_that_does(
     tmp_path: Path, args: tuple[str, ...]
@@ -55,11 +65,7 @@ def test_a_file_that_is_no_index_is_left_as_it_was(tmp_path: Path) -> None:
 
 
 def test_an_older_index_is_not_migrated_by_a_read_only_command(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "a.md").write_text("# Logs\n\nLogs rotate nightly.\n", encoding="utf-8")
-    db = tmp_path / "i.db"
-    assert citedocs("add", str(docs), "--db", str(db)).returncode == 0
+    db = one_file_index(tmp_path)
     with sqlite3.connect(db) as conn:
         conn.execute(f"PRAGMA user_version = {latest_version() - 1}")
     proc = citedocs("search", "rotate", "--db", str(db))
@@ -69,11 +75,7 @@ def test_an_older_index_is_not_migrated_by_a_read_only_command(tmp_path: Path) -
 
 
 def test_status_asks_the_running_server_for_its_embedder_and_model(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "a.md").write_text("# Logs\n\nLogs rotate nightly.\n", encoding="utf-8")
-    db = tmp_path / "index.sqlite3"
-    assert citedocs("add", str(docs), "--db", str(db)).returncode == 0
+    db = one_file_index(tmp_path)
     alone = json.loads(citedocs("status", "--json", "--db", str(db)).stdout)
     assert alone["server"] is None and alone["llm"]["kind"] == "none"
     port = free_port()

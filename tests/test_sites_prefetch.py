@@ -125,6 +125,18 @@ def test_pages_to_fetch_skips_stored_pages_and_fetches_a_page_once_for_its_fragm
     assert pages_to_fetch(links, set(), 1) == ["https://d/a"]
 
 
+async def fetch_jobs_done(client: Client) -> list[dict[str, Any]]:
+    """The fetch jobs `index_status` lists, once the first is done (or after 20 s: the caller's assert says so)."""
+    jobs: list[dict[str, Any]] = []
+    for _ in range(400):
+        status = (await client.call_tool("index_status", {})).structured_content
+        jobs = [j for j in status["indexing"]["jobs"] if j["kind"] == "fetch"]
+        if jobs and jobs[0]["state"] == "done":
+            break
+        await anyio.sleep(0.05)
+    return jobs
+
+
 def test_mcp_add_doc_source_can_prefetch_in_the_background(
     tmp_path: Path, claude: tuple[DocsSite, str]
 ) -> None:
@@ -136,12 +148,7 @@ def test_mcp_add_doc_source_can_prefetch_in_the_background(
             result = await client.call_tool("add_doc_source", {"name": "claude", "llms_txt_url": llms_txt,
                                                                "fetch_pages": 6})  # fmt: skip
             assert not result.is_error and "background" in result.structured_content["prefetch"]
-            for _ in range(400):
-                status = (await client.call_tool("index_status", {})).structured_content
-                jobs = [j for j in status["indexing"]["jobs"] if j["kind"] == "fetch"]
-                if jobs and jobs[0]["state"] == "done":
-                    break
-                await anyio.sleep(0.05)
+            jobs = await fetch_jobs_done(client)
             assert jobs and jobs[0]["state"] == "done" and jobs[0]["done"] == 6, jobs
             hits = await client.call_tool("search", {"query": "ticket routing evaluation", "mode": "keyword"})
             assert not hits.is_error
@@ -247,12 +254,7 @@ def test_mcp_add_doc_source_fetches_a_small_site_in_the_background_unasked(tmp_p
             async with Client(build_server(app)) as client:
                 result = await client.call_tool("add_doc_source", {"name": "tiny", "llms_txt_url": llms_txt})
                 assert not result.is_error and "background" in result.structured_content["prefetch"]
-                for _ in range(400):
-                    status = (await client.call_tool("index_status", {})).structured_content
-                    jobs = [j for j in status["indexing"]["jobs"] if j["kind"] == "fetch"]
-                    if jobs and jobs[0]["state"] == "done":
-                        break
-                    await anyio.sleep(0.05)
+                jobs = await fetch_jobs_done(client)
                 assert jobs and jobs[0]["done"] == 3, jobs
 
         try:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -19,51 +18,20 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import REPO
-from test_model_serve import QUESTION, ask_when_ready, start_serve, stop
-
-TESTS = Path(__file__).resolve().parent
-
-COUNTING_LLAMA = """\
-import json, os, re, signal, sys
-sys.path.insert(0, {tests!r})
-from fakes.openai_server import FakeOpenAI, Reply
-args = sys.argv[1:]
-if "--help" in args:
-    print("usage: llama-server -m FILE --port N")
-    sys.exit(0)
-with open({starts!r}, "a") as f:
-    f.write(json.dumps({{"pid": os.getpid(), "args": args}}) + "\\n")
-def respond(request):
-    prompt = request.body["messages"][-1]["content"]
-    for n, body in re.findall(r"<<<SOURCE \\[(\\d+)\\] \\w+>>>[^\\n]*\\n(.*?)<<<END SOURCE", prompt, re.S):
-        if "9464" in body:
-            return Reply(tokens=["Prometheus metrics are served on port 9464 ", f"[{{n}}]."])
-    return Reply(tokens=["I cannot find that in the documents."])
-with FakeOpenAI(responder=respond, port=int(args[args.index("--port") + 1])):
-    signal.sigwait([signal.SIGTERM, signal.SIGINT])
-"""
+from fakes.llama_server import starts as started
+from fakes.llama_server import write_llama_server
+from test_model_serve import QUESTION, ask_when_ready, mcp_on_sample_docs, start_serve, stop
 
 
 def counting_llama(tmp_path: Path) -> tuple[dict[str, str], Path]:
     """The environment of a process with a local GGUF configured and the counting stand-in as its server."""
     starts = tmp_path / "llama-starts.jsonl"
-    server = tmp_path / "bin" / "llama-server"
-    server.parent.mkdir()
-    server.write_text(f"#!{sys.executable}\n" + COUNTING_LLAMA.format(tests=str(TESTS), starts=str(starts)),
-                      encoding="utf-8")  # fmt: skip
-    server.chmod(0o755)
+    server = write_llama_server(tmp_path / "bin" / "llama-server", starts)
     gguf = tmp_path / "model.gguf"
     gguf.write_bytes(b"GGUF" + b"\0" * 64)
     env = {**os.environ, "CITEDOCS_LLM_GGUF": str(gguf), "CITEDOCS_LLM_SERVER": str(server),
            "CITEDOCS_PORT": "0", "CITEDOCS_EMBEDDER": "none"}  # fmt: skip
     return env, starts
-
-
-def started(starts: Path) -> list[dict[str, Any]]:
-    if not starts.exists():
-        return []
-    return [json.loads(line) for line in starts.read_text(encoding="utf-8").splitlines() if line]
 
 
 def gone(pid: int, timeout: float = 15.0) -> bool:
@@ -85,16 +53,10 @@ def text_of(result: Any) -> str:
 @pytest.mark.slow  # an MCP server process and a stand-in model server
 def test_three_asks_to_one_citedocs_mcp_start_the_model_server_once(tmp_path: Path) -> None:
     from mcp.client import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.client.stdio import stdio_client
 
     env, starts = counting_llama(tmp_path)
-    shutil.copytree(REPO / "examples" / "sample-docs", tmp_path / "docs")
-    db = str(tmp_path / "index.sqlite3")
-    subprocess.run([sys.executable, "-m", "citedocs", "add", str(tmp_path / "docs"), "--db", db], env=env,
-                   check=True, capture_output=True)  # fmt: skip
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "citedocs", "mcp", "--db", db], env=env
-    )
+    params = mcp_on_sample_docs(tmp_path, env)
 
     async def main() -> list[str]:
         with open(tmp_path / "mcp-stderr.txt", "w", encoding="utf-8") as err:

@@ -1,20 +1,21 @@
-"""Evidence selection, measured without the model: what it keeps, and how fast the `evidence` event comes.
+"""The `evidence` event, measured without the model: the key facts it and the prompt hold, and how fast it comes.
 
-    # key facts kept in what the model reads, per budget, lexical and lexical + embedding (no model needed);
-    # --whole 1: the best passage whole, windows of the rest (CITEDOCS_EVIDENCE_WHOLE); --overlap 0.8: passages
-    # repeating a better one dropped first (CITEDOCS_PASSAGE_OVERLAP; 0 keeps them, the old behaviour)
-    PYTHONPATH=src .venv/bin/python bench/studies/bench_evidence.py facts --index-db /tmp/idx.db $CASES [--whole 1] [--overlap 0.8]
+    # key facts in what the model reads (the whole passages) and in the best sentences (no model needed);
+    # --overlap 0.8: passages repeating a better one dropped first (PASSAGE_OVERLAP; 0 keeps them)
+    PYTHONPATH=src .venv/bin/python bench/studies/bench_evidence.py facts --index-db /tmp/idx.db $CASES [--overlap 0.8]
     # latency of the `evidence` event (and of the first token) over the cases, scripted model (tests/fakes)
     PYTHONPATH=src .venv/bin/python bench/studies/bench_evidence.py latency --index-db /tmp/idx.db $CASES
 
 `facts`: for every answerable case with key facts, the share of its key facts (same matching as the
-`key_fact_recall` metric) found in the text the model would read: whole passages (budget 0) or the evidence
-windows at each budget. That is the ceiling of key-fact recall for an answer that quotes its prompt. It also
-counts the key facts in the best 3, 4 and 6 single sentences (3 is what the `evidence` event shows, no model),
-beside the model's answers of the runs given with `--answers`. It also
-checks that every window's first line is where `line_start` says in the file.
+`key_fact_recall` metric) found in the text the model reads (the whole passages): the ceiling of key-fact recall
+for an answer that quotes its prompt. It also counts the key facts in the best 3, 4 and 6 single sentences (3 is
+what the `evidence` event shows, no model), beside the model's answers of the runs given with `--answers`, and
+checks that every sentence the event shows lies inside the line span it names in the file.
 `latency`: the real answer service over the same index with an LLMClient to the fake OpenAI server (a real
 HTTP server answering a scripted text): time from the request to the `evidence` event, and to the first token.
+
+The evidence windows measured here before (`--whole`, `--embeddings`, budgets 250-550 tokens) lost to whole
+passages and were removed; their figures are in docs/decisions/answers.md, their code in git history (1a6220d).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import asyncio
 import statistics
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from _env import header
 
-from citedocs.answer.evidence import best_sentences, select_evidence
+from citedocs.answer.evidence import best_sentences
 from citedocs.answer.passages import passages
 from citedocs.answer.prompt import build_messages
 from citedocs.answer.service import HIGHLIGHTS
@@ -44,7 +44,6 @@ from citedocs.llm.wire import estimate_tokens
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 
-BUDGETS = (0, 250, 300, 350, 380, 420, 450, 550)
 EVENT_SENTENCES = (HIGHLIGHTS, 4, 6)
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "data" / "claude-docs-qa" / "docs"
 
@@ -57,19 +56,8 @@ def _app(index_db: Path) -> Citedocs:
     return app
 
 
-def _similarity(app: Citedocs, question: str):  # type: ignore[no-untyped-def]
-    embedder = app.embedder
-    assert embedder is not None, "no embedder loaded"
-    query = embedder.embed_query(question)
-
-    def score(texts: Sequence[str]) -> list[float]:
-        return [max(0.0, float(v)) for v in embedder.embed_passages(list(texts)) @ query]
-
-    return score
-
-
 def _line_check(hit: Hit, line_start: int, line_end: int, text: str) -> tuple[bool, bool]:
-    """(the window's first and last lines are inside its span, its first line is exactly at line_start)."""
+    """(the sentence's first and last lines are inside its span, its first line is exactly at line_start)."""
     try:
         lines = Path(hit.path).read_text(encoding="utf-8").splitlines()
     except OSError:
@@ -85,10 +73,9 @@ def _line_check(hit: Hit, line_start: int, line_end: int, text: str) -> tuple[bo
 def facts(args: argparse.Namespace) -> None:
     app = _app(args.index_db)
     cases = [c for c in load_cases(*args.cases) if c.answerable and c.key_facts]
-    rows: dict[str, list[float]] = {}
-    tokens: dict[str, list[int]] = {}
+    read: list[float] = []
+    tokens: list[int] = []
     exact = inside = total = 0
-    spent: dict[str, list[float]] = {}
     kept: list[int] = []
     event: dict[int, list[float]] = {}
     event_chars: dict[int, list[int]] = {}
@@ -97,41 +84,29 @@ def facts(args: argparse.Namespace) -> None:
             # as the answer service does: twice the passages asked for, then the first five passages
             hits = passages(app.search(case.question, k=10).hits, 5, overlap=args.overlap)
             kept.append(len(hits))
-            sim = _similarity(app, case.question) if args.embeddings else None
             for count in EVENT_SENTENCES:
-                said = "\n".join(w.text for w in best_sentences(case.question, hits, count))
+                best = best_sentences(case.question, hits, count)
+                said = "\n".join(w.text for w in best)
                 event.setdefault(count, []).append(key_fact_recall(said, case.key_facts) or 0.0)
                 event_chars.setdefault(count, []).append(len(said))
-            for budget in BUDGETS:
-                for kind, similarity in (("lexical", None), ("embedding", sim)):
-                    if kind == "embedding" and (similarity is None or budget == 0):
-                        continue
-                    name = f"{kind} {budget}"
-                    started = time.perf_counter()
-                    windows = select_evidence(case.question, hits, budget, similarity=similarity,
-                                              whole=args.whole)  # fmt: skip
-                    spent.setdefault(name, []).append((time.perf_counter() - started) * 1000)
-                    text = "\n".join(w.text for w in windows)
-                    rows.setdefault(name, []).append(key_fact_recall(text, case.key_facts) or 0.0)
-                    messages, _ = build_messages(
-                        case.question, hits, evidence=None if budget == 0 else windows
-                    )
-                    tokens.setdefault(name, []).append(sum(estimate_tokens(m["content"]) for m in messages))
-                    if kind == "lexical" and budget == args.check_budget:
-                        for w in windows:
-                            total += 1
-                            ok, at = _line_check(hits[w.n - 1], w.line_start, w.line_end, w.text)
-                            inside += ok
-                            exact += at
+                if count == HIGHLIGHTS:
+                    for w in best:
+                        total += 1
+                        ok, at = _line_check(hits[w.n - 1], w.line_start, w.line_end, w.text)
+                        inside += ok
+                        exact += at
+            read.append(key_fact_recall("\n".join(h.text for h in hits), case.key_facts) or 0.0)
+            messages, _ = build_messages(case.question, hits)
+            tokens.append(sum(estimate_tokens(m["content"]) for m in messages))
     finally:
         app.close()
-    print(f"{len(cases)} answerable cases with key facts; top-5 hybrid passages, repeats at overlap "
-          f"{args.overlap:g} dropped (mean {statistics.fmean(kept):.2f} read); {args.whole} kept whole")  # fmt: skip
-    print(f"{'selection':<16} {'facts kept':>10} {'prompt tok (est.)':>18} {'select ms P50':>14}")
-    for name, values in rows.items():
-        print(f"{name:<16} {statistics.fmean(values):>10.3f} {statistics.median(tokens[name]):>18.0f} "
-              f"{statistics.median(spent[name]):>14.1f}")  # fmt: skip
-    print(f"windows (budget {args.check_budget}) inside their line span in the file: {inside}/{total}; "
+    print(
+        f"{len(cases)} answerable cases with key facts; top-5 hybrid passages, repeats at overlap "
+        f"{args.overlap:g} dropped (mean {statistics.fmean(kept):.2f} read)"
+    )
+    print(f"{'what the model reads':<20} {'facts kept':>10} {'prompt tok (est.)':>18}")
+    print(f"{'whole passages':<20} {statistics.fmean(read):>10.3f} {statistics.median(tokens):>18.0f}")
+    print(f"evidence sentences inside their line span in the file: {inside}/{total}; "
           f"starting exactly at line_start: {exact}/{total}")  # fmt: skip
     print(f"{'best sentences':<16} {'facts kept':>10} {'characters P50':>18}")
     for count, values in event.items():
@@ -205,15 +180,10 @@ def main() -> None:
     parser.add_argument("what", choices=("facts", "latency"))
     parser.add_argument("--index-db", type=Path, required=True)
     parser.add_argument("--cases", action="append", type=Path, required=True)
-    parser.add_argument("--embeddings", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--check-budget", type=int, default=420)
     parser.add_argument("--answers", action="append", type=Path, default=[],
                         help="A committed answer run to set beside the best sentences (facts).")  # fmt: skip
-    parser.add_argument(
-        "--whole", type=int, default=0, help="best passages kept whole (CITEDOCS_EVIDENCE_WHOLE)"
-    )
     parser.add_argument("--overlap", type=float, default=0.0,
-                        help="drop passages this much covered by a better one (CITEDOCS_PASSAGE_OVERLAP)")  # fmt: skip
+                        help="drop passages this much covered by a better one (PASSAGE_OVERLAP)")  # fmt: skip
     args = parser.parse_args()
     print(" · ".join(f"{k}: {v}" for k, v in header().items()))
     print("machine shared with other engineers' jobs: compare medians, not single runs")

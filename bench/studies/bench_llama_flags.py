@@ -14,60 +14,18 @@ Medians over rounds and prompts; the ratio is no-repack over default.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
+import os
 import sys
-import time
 from pathlib import Path
-
-import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _env import median, print_header
+from bench_server_builds import measure, saved_prompts
 
-from citedocs.llm.llama import cpu_flags, free_port
+from citedocs.llm.llama import cpu_flags
 
-VARIANTS = {"default (repacked)": [], "--no-repack": ["--no-repack"]}
-
-
-def saved_prompts(run_dir: Path, count: int) -> list[list[dict[str, str]]]:
-    rows = [json.loads(line) for line in (run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines()]
-    prompts = [row["detail"]["prompt"] for row in rows if row.get("detail", {}).get("prompt")]
-    if not prompts:
-        raise SystemExit(f"{run_dir} holds no saved prompts (runs before issue 19 did not record them).")
-    return prompts[:count]
-
-
-def measure(
-    server: str, gguf: str, extra: list[str], prompts: list[list[dict[str, str]]]
-) -> list[tuple[float, float, int]]:
-    port = free_port()
-    process = subprocess.Popen([server, "-m", gguf, "--host", "127.0.0.1", "--port", str(port), "-c", "8192",
-                                "--parallel", "1", *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        with httpx.Client(timeout=600, trust_env=False) as client:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                try:
-                    if client.get(url + "/health").status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.25)
-            out = []
-            for messages in prompts:
-                body = {"messages": messages, "max_tokens": 64, "temperature": 0, "cache_prompt": False,
-                        "ignore_eos": True}  # fmt: skip
-                timings = client.post(url + "/v1/chat/completions", json=body).json()["timings"]
-                out.append(
-                    (timings["prompt_per_second"], timings["predicted_per_second"], timings["prompt_n"])
-                )
-            return out
-    finally:
-        process.terminate()
-        process.wait(30)
+VARIANTS: dict[str, list[str]] = {"default (repacked)": [], "--no-repack": ["--no-repack"]}
 
 
 def main() -> None:
@@ -90,7 +48,7 @@ def main() -> None:
     results: dict[str, list[tuple[float, float, int]]] = {name: [] for name in VARIANTS}
     for _ in range(args.rounds):
         for name, extra in VARIANTS.items():
-            results[name] += measure(args.server, args.gguf, extra, prompts)
+            results[name] += measure([args.server], dict(os.environ), args.gguf, prompts, extra)[1]
     print("| variant | prompt tokens P50 | prompt tokens/s P50 | generated tokens/s P50 |")
     print("|---|---|---|---|")
     for name, rows in results.items():

@@ -8,17 +8,13 @@ out) is fed to `RepetitionGuard` in 4-character pieces, as a stream arrives, wit
 answer's `completion_tokens` times the share of its text left unread); "guard ms" is the guard's own time per
 answer (every check of one answer, summed).
 
-    PYTHONPATH=src .venv/bin/python bench/studies/bench_repetition.py --live --index-db IDX --base-url URL $CASES \
-        --ids 093,1be7fb77 --rounds 3 --temperature 0
-
-`--live` asks the answer service itself (this index, a real model server) each named case's question with the
-guard on (the default setting) and off (0), interleaved per round, and prints what each answer cost.
+The live comparison (the answer service with the guard on and off, `--live`) is gone with the setting that
+switched it off: its figures are in docs/decisions/answers.md, its code in git history (added in 934235f).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import statistics
 import sys
@@ -31,10 +27,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from _env import header
 
 from citedocs.answer.repetition import STOP_REPEATS, RepetitionGuard
-from citedocs.eval.cases import load_cases
-from citedocs.llm.client import LLMClient
-from citedocs.service import Citedocs
-from citedocs.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,57 +44,12 @@ def replay(raw: str, repeats: int) -> tuple[int | None, int, float]:
     return None, len(raw), spent
 
 
-async def ask(app: Citedocs, base_url: str, question: str) -> dict[str, object]:
-    async with LLMClient(base_url, "local", read_timeout_s=600) as llm:
-        return await app.answer_service(llm).answer(question)
-
-
-def live(args: argparse.Namespace) -> None:
-    raise SystemExit(
-        "The live comparison needs the guard switched off inside the answer service, and CITEDOCS_ANSWER_STOP_REPEATS "
-        "became the constant STOP_REPEATS (answer/repetition.py) once the decision was taken (docs/benchmarks.md); "
-        "the offline mode (over saved runs) still compares any number of copies."
-    )
-    cases = {c.id: c for c in load_cases(*args.cases)}
-    default = STOP_REPEATS
-    apps = {repeats: Citedocs(Settings(db=str(args.index_db))) for repeats in (default, 0)}
-    print(f"temperature {args.temperature}; guard on = {default} copies, off = 0")
-    print("| case | round | guard | finish | completion tokens | whole answer s | answer characters |")
-    print("|---|---|---|---|---|---|---|")
-    try:
-        for round_ in range(1, args.rounds + 1):
-            for case_id in args.ids.split(","):
-                for repeats, app in apps.items():
-                    data = asyncio.run(ask(app, args.base_url, cases[case_id].question))
-                    usage = data["usage"]
-                    timings = data["timings"]
-                    assert isinstance(usage, dict) and isinstance(timings, dict)
-                    guard = "on" if repeats else "off"
-                    print(f"| {case_id} | {round_} | {guard} | {data['finish_reason']} | {usage['completion_tokens']} "
-                          f"| {timings['total_ms'] / 1000:.1f} | {len(str(data['answer']))} |")  # fmt: skip
-    finally:
-        for app in apps.values():
-            app.close()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", type=Path, default=ROOT / "eval" / "baseline")
-    parser.add_argument("--live", action="store_true")
-    parser.add_argument("--index-db", type=Path)
-    parser.add_argument("--base-url")
-    parser.add_argument("--cases", action="append", type=Path, default=[])
-    parser.add_argument("--ids", default="093,1be7fb77")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--temperature", type=float, default=0.0)
     args = parser.parse_args()
     for key, value in header().items():
         print(f"{key}: {value}")
-    if args.live:
-        if not (args.index_db and args.base_url and args.cases):
-            parser.error("--live needs --index-db, --base-url and --cases")
-        live(args)
-        return
     answers = []
     for cases in sorted(args.folder.glob("*/cases.jsonl")):
         if cases.parent.name.endswith("-hand"):

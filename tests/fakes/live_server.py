@@ -36,10 +36,17 @@ def live_server(app: Any) -> Iterator[str]:
 
 @contextlib.contextmanager
 def live_process(
-    command: list[str], env: dict[str, str], log: Path, url: str, timeout: float = 120
+    command: list[str],
+    env: dict[str, str] | None,
+    log: Path,
+    url: str,
+    timeout: float = 120,
+    *,
+    health: str = "/healthz",
 ) -> Iterator[subprocess.Popen[bytes]]:
     """A server command as a subprocess (its output in `log`, run in log's folder); yields it once
-    `url`/healthz answers 200, then stops it with SIGTERM (and fails if it has to be killed)."""
+    `url` + `health` answers 200 (llama-server: "/health"), then stops it with SIGTERM (and fails if it has to
+    be killed). The benchmarks (bench/) start their servers with it too."""
     with log.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen(command, env=env, cwd=log.parent, stdout=out, stderr=out)
     try:
@@ -47,7 +54,7 @@ def live_process(
         while True:
             assert proc.poll() is None, f"exited {proc.returncode}: {log.read_text(encoding='utf-8')}"
             with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{url}/healthz", timeout=5).status_code == 200:
+                if httpx.get(f"{url}{health}", timeout=5).status_code == 200:
                     break
             assert time.monotonic() < deadline, f"no answer in {timeout} s: {log.read_text(encoding='utf-8')}"
             time.sleep(0.2)

@@ -45,12 +45,10 @@ def _masked(text: str) -> tuple[str, list[int]]:
     return "".join(chars), offsets
 
 
-def loop_start(text: str, repeats: int = 4) -> int | None:
+def loop_start(text: str, repeats: int = STOP_REPEATS) -> int | None:
     """The offset in `text` just after the first copy of a unit that the rest of `text` only repeats (moved on
     to the end of its clause or line), or None when `text` does not end in a loop. `text[:loop_start(text)]`
-    keeps the answer and one copy."""
-    if repeats < 2:
-        return None
+    keeps the answer and one copy. `repeats` is at least 2."""
     masked, offsets = _masked(text)
     size = len(masked)
     for unit in range(MIN_UNIT, min(MAX_UNIT, size // repeats) + 1):
@@ -73,7 +71,7 @@ def loop_start(text: str, repeats: int = 4) -> int | None:
 class RepetitionGuard:
     """Fed the answer's pieces as they stream; says where to cut once the text has begun to loop."""
 
-    def __init__(self, repeats: int) -> None:
+    def __init__(self, repeats: int = STOP_REPEATS) -> None:
         self.repeats = repeats
         self.text = ""
         self._checked = 0
@@ -81,7 +79,7 @@ class RepetitionGuard:
     def feed(self, piece: str) -> int | None:
         """The cut offset (see `loop_start`) once the text so far ends in a loop, else None."""
         self.text += piece
-        if self.repeats < 2 or len(self.text) - self._checked < CHECK_EVERY:
+        if len(self.text) - self._checked < CHECK_EVERY:
             return None
         self._checked = len(self.text)
         return loop_start(self.text, self.repeats)

@@ -5,8 +5,7 @@ Two phases, so a front end can turn setup failures into ordinary errors before i
 `fetching` and one `fetched` per page when the best candidates are site pages not fetched yet, `sources`,
 `evidence`, `token`*, then exactly one `done` or `error`). `stream` joins them for callers that want events
 only. `evidence` comes before the model is called: the few sentences that match the question best, for a
-reader to look at while the model reads (it is not the answer). With `EVIDENCE_TOKENS` > 0 (answer/evidence.py) the
-model reads only evidence windows of the passages, numbered as their passages (0, as set: whole passages).
+reader to look at while the model reads (it is not the answer); the model reads the passages whole.
 Tokens stream raw as the model writes them; `done.answer` is the answer after its citations were checked
 and repaired, each sentence no passage supports marked `[unverified]`, and `done.raw_answer` what the model
 wrote.
@@ -51,15 +50,7 @@ from citedocs.answer.events import (
     done_data,
     error_data,
 )
-from citedocs.answer.evidence import (
-    EVIDENCE_TOKENS,
-    EVIDENCE_WHOLE,
-    EvidenceWindow,
-    ScoredSentence,
-    best_sentences,
-    score_sentences,
-    select_evidence,
-)
+from citedocs.answer.evidence import EvidenceWindow, ScoredSentence, best_sentences, score_sentences
 from citedocs.answer.gate import GateDecision
 from citedocs.answer.pages import PageFetcher, links_to_fetch
 from citedocs.answer.passages import passages
@@ -101,11 +92,12 @@ HIGHLIGHTS = 3
 TEMPERATURE = 0.1  # low: answers quote their sources
 ASK_FETCH_TIMEOUT_S = 15.0  # the longest an answer waits for the site pages it fetches first
 # The constants that decide what an answer is made of, under the names of the settings they once were: an
-# evaluation run records them beside its settings (eval/answers.py), so runs stay comparable.
+# evaluation run records them beside its settings (eval/answers.py), so runs stay comparable. The evidence
+# windows are gone (the model reads every passage whole): recorded as the runs before recorded it.
 ANSWER_CONSTANTS: Mapping[str, float | int | bool] = {
     "passage_overlap": PASSAGE_OVERLAP,
-    "evidence_tokens": EVIDENCE_TOKENS,
-    "evidence_whole": EVIDENCE_WHOLE,
+    "evidence_tokens": 0,
+    "evidence_whole": 1,
     "min_supported": MIN_SUPPORTED,
     "answer_stop_repeats": STOP_REPEATS,
     "answer_partial": True,
@@ -155,12 +147,11 @@ class PreparedAnswer:
     k: int = 5
     source: str | None = None
     finished: bool = field(default=False, repr=False)
-    # What the model reads (windows of `hits`) and what the `evidence` event shows; the prompt once built.
-    evidence: list[EvidenceWindow] | None = None
+    # What the `evidence` event shows; the prompt once built.
     highlights: list[EvidenceWindow] = field(default_factory=list)
     evidence_ms: float = 0.0
     messages: list[dict[str, str]] | None = None
-    # Every sentence of `hits` scored against the question (the evidence and the quotes both use them).
+    # Every sentence of `hits` scored against the question (the `evidence` event and the quotes both use them).
     scored: list[list[ScoredSentence]] | None = field(default=None, repr=False)
 
     # The earlier turns of a follow-up (answer/conversation.py) and what retrieval searched for it.
@@ -260,16 +251,12 @@ class AnswerService:
         return prepared
 
     def _choose_evidence(self, prepared: PreparedAnswer) -> None:
-        """What the model reads (windows, when EVIDENCE_TOKENS > 0) and what the `evidence` event shows."""
+        """What the `evidence` event shows: the sentences that match the question best."""
         if not prepared.gate.allowed:
             return
         chosen = time.perf_counter()
         asked = prepared.searched.context  # a follow-up's sentences match it with its context
         scored = prepared.scored = score_sentences(asked, prepared.hits)
-        if EVIDENCE_TOKENS > 0:
-            prepared.evidence = select_evidence(
-                asked, prepared.hits, EVIDENCE_TOKENS, scored=scored, whole=EVIDENCE_WHOLE
-            )
         prepared.highlights = best_sentences(asked, prepared.hits, HIGHLIGHTS, scored=scored)
         prepared.evidence_ms = _ms(time.perf_counter() - chosen)
 
@@ -366,8 +353,9 @@ class AnswerService:
                               "Run `citedocs model install`, or set CITEDOCS_LLM_BASE_URL, or CITEDOCS_LLM_GGUF for a local "
                               "llama.cpp server.")  # fmt: skip
             return
-        messages, _ = build_messages(prepared.question, prepared.hits, evidence=prepared.evidence,
-                                     history=compact_history(prepared.history))  # fmt: skip
+        messages, _ = build_messages(
+            prepared.question, prepared.hits, history=compact_history(prepared.history)
+        )
         prepared.messages = messages
         pieces: list[str] = []
         generation_started = time.perf_counter()
@@ -383,7 +371,7 @@ class AnswerService:
                     temperature=TEMPERATURE,
                 ),
             )
-            guard = RepetitionGuard(STOP_REPEATS)
+            guard = RepetitionGuard()
             async with contextlib.aclosing(stream) as events:
                 async for event in events:
                     if isinstance(event, TokenDelta):
