@@ -58,8 +58,14 @@ def _issuer() -> Iterator[tuple[str, str]]:
     url = f"http://127.0.0.1:{server.server_address[1]}"
     docs["/.well-known/openid-configuration"] = {"issuer": url, "jwks_uri": f"{url}/jwks"}
     docs["/jwks"] = {"keys": [jwk]}
-    claims = {"iss": url, "aud": "bench", "sub": "u1", "email": "bench@example.com", "groups": ["bench"],
-              "exp": int(time.time()) + 3600}  # fmt: skip
+    claims = {
+        "iss": url,
+        "aud": "bench",
+        "sub": "u1",
+        "email": "bench@example.com",
+        "groups": ["bench"],
+        "exp": int(time.time()) + 3600,
+    }
     token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
@@ -86,8 +92,15 @@ async def main(requests: int) -> None:
         base = Settings(
             db=str(Path(tmp) / "i.sqlite3"), embedder="none", llm_base_url="http://127.0.0.1:9/v1"
         )
-        sso = base.model_copy(update={"auth": "tokens", "oidc_issuer": issuer, "oidc_audience": "bench",
-                                      "oidc_groups": "bench=ask", "allowed_private_hosts": ["127.0.0.1"]})  # fmt: skip
+        sso = base.model_copy(
+            update={
+                "auth": "tokens",
+                "oidc_issuer": issuer,
+                "oidc_audience": "bench",
+                "oidc_groups": "bench=ask",
+                "allowed_private_hosts": ["127.0.0.1"],
+            }
+        )
         library = Citedocs(sso)  # the key set is fetched at the first JWT, below, before any timing
         library.add_folder(str(docs))
         library.index()
@@ -104,8 +117,10 @@ async def main(requests: int) -> None:
             "none": {"Host": "127.0.0.1"},
         }
         times: dict[tuple[str, str], list[float]] = {}
-        clients = {name: httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1")
-                   for name, app in apps.items()}  # fmt: skip
+        clients = {
+            name: httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1")
+            for name, app in apps.items()
+        }
         for _ in range(requests):
             for name, client in clients.items():
                 for route in ("/healthz", "/search"):

@@ -45,10 +45,15 @@ def run_bm25s(folder: Path) -> dict[str, float]:
         recall.append(recall_at_k(ranked, data.qrels[qid], 100))
         mrr.append(mrr_at_k(ranked, data.qrels[qid], 10))
     n = len(lat)
-    return {"ndcg@10": round(sum(ndcg) / n, 4), "recall@100": round(sum(recall) / n, 4),
-            "mrr@10": round(sum(mrr) / n, 4), "index_seconds": round(index_s, 2),
-            "query_ms_p50": round(median(lat), 2), "query_ms_p95": round(pct(lat, 95), 2),
-            "qps": round(1000 / median(lat), 1)}  # fmt: skip
+    return {
+        "ndcg@10": round(sum(ndcg) / n, 4),
+        "recall@100": round(sum(recall) / n, 4),
+        "mrr@10": round(sum(mrr) / n, 4),
+        "index_seconds": round(index_s, 2),
+        "query_ms_p50": round(median(lat), 2),
+        "query_ms_p95": round(pct(lat, 95), 2),
+        "qps": round(1000 / median(lat), 1),
+    }
 
 
 def main() -> None:

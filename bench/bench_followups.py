@@ -70,14 +70,24 @@ def mtrag_tasks(answerable: bool = True) -> list[dict[str, Any]]:
 
 def mtrag_case(task: dict[str, Any]) -> dict[str, Any]:
     turns = [Turn("user" if t["speaker"] == "user" else "assistant", t["text"]) for t in task["input"]]
-    return {"id": task["task_id"], "history": turns[:-1], "question": turns[-1].content,
-            "files": set(task["reference_passages"]), "kind": task["answerability"][0]}  # fmt: skip
+    return {
+        "id": task["task_id"],
+        "history": turns[:-1],
+        "question": turns[-1].content,
+        "files": set(task["reference_passages"]),
+        "kind": task["answerability"][0],
+    }
 
 
 def ja_case(raw: dict[str, Any]) -> dict[str, Any]:
     turns = [Turn(t["role"], t["content"]) for t in raw["turns"]]
-    return {"id": raw["id"], "history": turns, "question": raw["question"],
-            "sections": [(e["file"], e["heading"]) for e in raw["evidence"]], "kind": "ANSWERABLE"}  # fmt: skip
+    return {
+        "id": raw["id"],
+        "history": turns,
+        "question": raw["question"],
+        "sections": [(e["file"], e["heading"]) for e in raw["evidence"]],
+        "kind": "ANSWERABLE",
+    }
 
 
 def build_mtrag_corpus(root: Path) -> Path:
@@ -99,8 +109,12 @@ def is_reference(case: dict[str, Any], path: str, heading: str) -> bool:
 async def measure(service: AnswerService, case: dict[str, Any], history: bool) -> dict[str, Any]:
     prepared = await service.prepare(case["question"], history=case["history"] if history else None)
     refs = [is_reference(case, h.path, h.heading) for h in prepared.hits]
-    return {"in_passages": any(refs), "in_prompt": any(refs) and prepared.gate.allowed, "first": bool(refs[:1] and refs[0]),
-            "refused": not prepared.gate.allowed}  # fmt: skip
+    return {
+        "in_passages": any(refs),
+        "in_prompt": any(refs) and prepared.gate.allowed,
+        "first": bool(refs[:1] and refs[0]),
+        "refused": not prepared.gate.allowed,
+    }
 
 
 def rewrite_ms(cases: list[dict[str, Any]], rounds: int = 5) -> list[float]:
@@ -141,8 +155,10 @@ def report_model(name: str, base_url: str, cases: list[dict[str, Any]]) -> None:
     print(f"\n## {name}: the model's rewrite, {len(cases)} cases, {base_url}")
     seconds = sorted(asyncio.run(model_rewrites(base_url, cases)))
     if seconds:
-        print(f"model rewrite: P50 {statistics.median(seconds):.2f} s, max {seconds[-1]:.2f} s "
-              f"({len(seconds)} timed after one warm-up)")  # fmt: skip
+        print(
+            f"model rewrite: P50 {statistics.median(seconds):.2f} s, max {seconds[-1]:.2f} s "
+            f"({len(seconds)} timed after one warm-up)"
+        )
 
 
 def report_unanswerable(
@@ -153,12 +169,18 @@ def report_unanswerable(
     service = AnswerService(LocalRetriever(app, wait_for_model=True), None, app.settings)
 
     async def passed(history: bool) -> int:
-        return sum([(await service.prepare(c["question"], history=c["history"] if history else None)).gate.allowed
-                    for c in cases])  # fmt: skip
+        return sum(
+            [
+                (await service.prepare(c["question"], history=c["history"] if history else None)).gate.allowed
+                for c in cases
+            ]
+        )
 
     alone, with_history = asyncio.run(passed(False)), asyncio.run(passed(True))
-    print(f"{name} ({len(cases)}) the gate lets through to the model: alone {alone}, "
-          f"with history {with_history}")  # fmt: skip
+    print(
+        f"{name} ({len(cases)}) the gate lets through to the model: alone {alone}, "
+        f"with history {with_history}"
+    )
 
 
 def report(name: str, app: Citedocs, cases: list[dict[str, Any]], mode: str, model_url: str = "") -> None:
@@ -167,8 +189,10 @@ def report(name: str, app: Citedocs, cases: list[dict[str, Any]], mode: str, mod
     service = AnswerService(LocalRetriever(app, wait_for_model=True), None, settings)
 
     async def run_all() -> dict[str, list[dict[str, Any]]]:
-        out = {label: [await measure(service, c, flag) for c in cases] for label, flag in
-               (("alone", False), ("history", True))}  # fmt: skip
+        out = {
+            label: [await measure(service, c, flag) for c in cases]
+            for label, flag in (("alone", False), ("history", True))
+        }
         if model_url:
             llm = LLMClient(model_url, "local", read_timeout_s=60.0)
             with_model = AnswerService(LocalRetriever(app, wait_for_model=True), llm, settings)
@@ -244,8 +268,13 @@ def main() -> None:
             app.add_folder(SHARED_DATA / "ja-developers-reference" / "docs")
             app.index()
             app.wait_for_embeddings()
-            report("Japanese (eval/cases/ja-followups.jsonl)", app, cases, args.mode,
-                   args.llm_base_url if args.model_retrieval else "")  # fmt: skip
+            report(
+                "Japanese (eval/cases/ja-followups.jsonl)",
+                app,
+                cases,
+                args.mode,
+                args.llm_base_url if args.model_retrieval else "",
+            )
             app.close()
             if args.llm_base_url:
                 report_model("Japanese", args.llm_base_url, cases[: args.model_cases])

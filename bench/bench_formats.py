@@ -47,8 +47,10 @@ def _sentence(rng: random.Random, n: int = 14) -> str:
 def _content(seed: int) -> tuple[list[tuple[str, list[str]]], list[list[str]]]:
     """(sections of paragraphs, table rows) with the same words for every format."""
     rng = random.Random(seed)
-    sections = [(f"Section {s}", [" ".join(_sentence(rng) for _ in range(3)) for _ in range(PARAGRAPHS // 6)])
-                for s in range(6)]  # fmt: skip
+    sections = [
+        (f"Section {s}", [" ".join(_sentence(rng) for _ in range(3)) for _ in range(PARAGRAPHS // 6)])
+        for s in range(6)
+    ]
     rows = [["setting", "value", "note"]] + [
         [f"{rng.choice(VOCAB)}_{i}", str(i), _sentence(rng, 30)] for i in range(PARAGRAPHS * 2)
     ]
@@ -152,9 +154,15 @@ def write_epub(path: Path, seed: int) -> None:
 
 
 WRITERS: dict[str, Callable[[Path, int], None]] = {
-    "md": write_markdown, "pptx": write_pptx, "xlsx": write_xlsx, "ods": write_ods, "odt": write_odt,
-    "csv": write_csv, "ipynb": write_ipynb, "epub": write_epub,
-}  # fmt: skip
+    "md": write_markdown,
+    "pptx": write_pptx,
+    "xlsx": write_xlsx,
+    "ods": write_ods,
+    "odt": write_odt,
+    "csv": write_csv,
+    "ipynb": write_ipynb,
+    "epub": write_epub,
+}
 
 
 def index_seconds(folder: Path, work: Path) -> float:
@@ -195,8 +203,10 @@ def bench_formats(files: int, rounds: int) -> None:
         for fmt, folder in folders.items():
             seconds = median(times[fmt])
             disk = sum(p.stat().st_size for p in folder.iterdir()) / 1e6
-            print(f"| {fmt} | {disk:.2f} | {text_mb[fmt]:.2f} | {seconds:.2f} | {files / seconds:.1f} | "
-                  f"{text_mb[fmt] / seconds:.2f} | {seconds / base:.2f}x |")  # fmt: skip
+            print(
+                f"| {fmt} | {disk:.2f} | {text_mb[fmt]:.2f} | {seconds:.2f} | {files / seconds:.1f} | "
+                f"{text_mb[fmt] / seconds:.2f} | {seconds / base:.2f}x |"
+            )
         print()
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -226,8 +236,10 @@ def bench_ocr(pages: int, languages: str) -> None:
             seconds = (time.perf_counter() - started) / shown
             per_page.append(seconds)
             recall, precision = word_accuracy(truth, ocred.text)
-            print(f"| {source.name} | {shown} | {seconds:.2f} | {recall:.3f} | {precision:.3f} | "
-                  f"{ocred.ocr_confidence or 0:.1f} |")  # fmt: skip
+            print(
+                f"| {source.name} | {shown} | {seconds:.2f} | {recall:.3f} | {precision:.3f} | "
+                f"{ocred.ocr_confidence or 0:.1f} |"
+            )
         print(f"\nmedian {statistics.median(per_page):.2f} s per page\n")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -53,8 +53,16 @@ def run_start(
             )
             times[step] = time.monotonic() - began
     began = time.monotonic()
-    proc = subprocess.Popen(steps[-1], shell=True, cwd=clone, env=env, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        steps[-1],
+        shell=True,
+        cwd=clone,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     assert proc.stdout is not None
     url = ""
     for line in proc.stdout:
@@ -76,8 +84,11 @@ def get(url: str) -> dict[str, object]:
 def ask(url: str) -> tuple[float, dict[str, object]]:
     began = time.monotonic()
     while True:  # the model server loads in the background after serve starts
-        request = urllib.request.Request(url + "/ask?stream=false", data=json.dumps({"question": QUESTION}).encode(),
-                                         headers={"Content-Type": "application/json"})  # fmt: skip
+        request = urllib.request.Request(
+            url + "/ask?stream=false",
+            data=json.dumps({"question": QUESTION}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         try:
             body = json.loads(urllib.request.urlopen(request, timeout=900).read())
             return time.monotonic() - began, body
@@ -106,8 +117,13 @@ def main() -> None:
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("CITEDOCS_", "VIRTUAL_ENV", "PYTHONPATH"))
     }
-    env.update(HOME=str(home), XDG_DATA_HOME=str(home / ".local/share"), XDG_CONFIG_HOME=str(home / ".config"),
-               XDG_CACHE_HOME=str(home / ".cache"), CITEDOCS_PORT=args.port)  # fmt: skip
+    env.update(
+        HOME=str(home),
+        XDG_DATA_HOME=str(home / ".local/share"),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        CITEDOCS_PORT=args.port,
+    )
     print_header("The README's start command from a clean HOME and a fresh clone (shared 2-core machine)")
     steps = start_command(clone / "README.md")
     print("command:", " && ".join(steps), "\n")
@@ -134,8 +150,13 @@ def main() -> None:
         stop(proc)
     print("\n## disk (MB)")
     data_dir = home / ".local/share/citedocs"
-    for name, path in [("models + llama-server", data_dir / "models"), ("  of which llama-server", data_dir / "models/bin"),
-                       ("venv", clone / ".venv"), ("pip cache", home / ".cache/pip"), ("demo index", clone / ".demo")]:  # fmt: skip
+    for name, path in [
+        ("models + llama-server", data_dir / "models"),
+        ("  of which llama-server", data_dir / "models/bin"),
+        ("venv", clone / ".venv"),
+        ("pip cache", home / ".cache/pip"),
+        ("demo index", clone / ".demo"),
+    ]:
         print(f"- {du(path) / 1e6:9.1f}  {name}")
     again = time.monotonic()
     times, proc, url = run_start(steps, clone, env, log)

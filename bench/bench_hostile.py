@@ -60,12 +60,21 @@ def main() -> None:
         root = Path(tmp)
         folder = hostile_folder(root)
         env = {**os.environ, "CITEDOCS_EMBEDDER": "none", "CITEDOCS_DB": str(root / "index.sqlite3")}
-        proc = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-m", "citedocs", "add", str(folder)],
-                              env=env, capture_output=True, text=True, timeout=1800, check=False)  # fmt: skip
+        proc = subprocess.run(
+            ["/usr/bin/time", "-v", sys.executable, "-m", "citedocs", "add", str(folder)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            check=False,
+        )
         rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
         wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", proc.stderr)
-        print(f"`citedocs add` exit {proc.returncode}; peak RSS {int(rss.group(1)) / 1024:.0f} MB; wall {wall.group(1)}"
-              if rss and wall else proc.stderr[-2000:])  # fmt: skip
+        print(
+            f"`citedocs add` exit {proc.returncode}; peak RSS {int(rss.group(1)) / 1024:.0f} MB; wall {wall.group(1)}"
+            if rss and wall
+            else proc.stderr[-2000:]
+        )
         for line in proc.stdout.splitlines():
             print(f"    {line}")
         print()

@@ -97,9 +97,14 @@ def run_corpus(name: str, folder: Path, queries: list[str], repeat: int) -> dict
         app.close()
         shutil.rmtree(tmp)
     row = {
-        "files": files, "chunks": chunks, "index_s": median(index_s), "files_per_s": files / median(index_s),
-        "noop_s": median(noop_s), "query_p50_ms": median(q_ms), "query_p95_ms": pct(q_ms, 95),
-    }  # fmt: skip
+        "files": files,
+        "chunks": chunks,
+        "index_s": median(index_s),
+        "files_per_s": files / median(index_s),
+        "noop_s": median(noop_s),
+        "query_p50_ms": median(q_ms),
+        "query_p95_ms": pct(q_ms, 95),
+    }
     print(
         f"| {name} | {files} | {chunks} | {row['index_s']:.2f} s ({row['files_per_s']:.0f} files/s) | "
         f"{row['noop_s'] * 1000:.1f} ms | {row['query_p50_ms']:.2f} / {row['query_p95_ms']:.2f} ms |"
@@ -130,8 +135,12 @@ def main() -> None:
         run_corpus("claude-docs (45 md)", claude, cases, args.repeat)
     fixtures = SHARED_DATA / "parser-fixtures"
     if fixtures.exists():
-        run_corpus("parser-fixtures (pdf/docx/html)", fixtures, ["FedRAMP OSCAL", "python classes", "invoice"] * 10,
-                   args.repeat)  # fmt: skip
+        run_corpus(
+            "parser-fixtures (pdf/docx/html)",
+            fixtures,
+            ["FedRAMP OSCAL", "python classes", "invoice"] * 10,
+            args.repeat,
+        )
     print()
     print(
         "docsonar, published (laptop, 200 md / 600 chunks): index 0.7 s, no-change 0.03 s, keyword 8.9 ms median"

@@ -69,8 +69,9 @@ def _row(name: str, result: dict[str, Any], speed: dict[str, float] | None = Non
 def citedocs_config(
     name: str, corpus: Path, cases: list[Any], tmp: Path, *, segmenter: str, embedder: str, mode: str
 ) -> dict[str, Any]:
-    settings = Settings(db=str(tmp / f"{len(list(tmp.iterdir()))}.sqlite3"), embedder=embedder,
-                        cjk_segmenter=segmenter)  # fmt: skip
+    settings = Settings(
+        db=str(tmp / f"{len(list(tmp.iterdir()))}.sqlite3"), embedder=embedder, cjk_segmenter=segmenter
+    )
     app, speed = _index(corpus, settings)
     try:
         name = f"{name} [{app.embedder.name}]" if app.embedder is not None and mode != "keyword" else name
@@ -212,8 +213,10 @@ def main() -> None:
         if row.get("keyword_s"):
             kw = row["docs"] / max(row["keyword_s"], 1e-9)
             emb = row["docs"] / max(row["keyword_s"] + row["embed_s"], 1e-9)
-            print(f"- {row['config']}: {kw:.1f} docs/s keyword-only ({row['bytes'] / max(row['keyword_s'], 1e-9) / 1e6:.2f} MB/s), "
-                  f"{emb:.1f} docs/s with embeddings")  # fmt: skip
+            print(
+                f"- {row['config']}: {kw:.1f} docs/s keyword-only ({row['bytes'] / max(row['keyword_s'], 1e-9) / 1e6:.2f} MB/s), "
+                f"{emb:.1f} docs/s with embeddings"
+            )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"header": header(), "rows": rows}, ensure_ascii=False, indent=2))

@@ -245,12 +245,14 @@ def run_postgres(folder: Path, scales: list[int], data: BeirData) -> dict[str, A
                     nd["memory"].append(ndcg([r for r, _ in after], names, data.qrels[qid]))
                     same += [r for r, _ in before] == [r for r, _ in after]
                 results[f"{scale}x"] = {
-                    "chunks": index.chunks, "build_s": info["build_s"], "memory_load_s": round(load_s, 2),
+                    "chunks": index.chunks,
+                    "build_s": info["build_s"],
+                    "memory_load_s": round(load_s, 2),
                     "same_rankings": f"{same}/{len(data.queries)}",
                     **{f"{m}_p50_ms": round(statistics.median(v), 2) for m, v in lat.items()},
                     **{f"{m}_p95_ms": round(pct(v, 95), 2) for m, v in lat.items()},
                     **{f"{m}_ndcg@10": round(statistics.mean(v), 4) for m, v in nd.items()},
-                }  # fmt: skip
+                }
                 print(f"postgres {scale}x", json.dumps(results[f"{scale}x"]), flush=True)
                 store.close()
         finally:

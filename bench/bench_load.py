@@ -190,11 +190,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="citedocs-load-") as tmp:
         work = Path(tmp)
         llm_port, port = free_port(), free_port()
-        env = {**os.environ, "CITEDOCS_DB": str(work / "index.sqlite3"), "CITEDOCS_EMBEDDER": "none",
-               "CITEDOCS_LLM_BASE_URL": f"http://127.0.0.1:{llm_port}/v1",
-               "XDG_DATA_HOME": str(work / "data"), "XDG_CONFIG_HOME": str(work / "config")}  # fmt: skip
-        subprocess.run([sys.executable, "-m", "citedocs", "add", str(args.docs)], env=env, check=True,
-                       capture_output=True)  # fmt: skip
+        env = {
+            **os.environ,
+            "CITEDOCS_DB": str(work / "index.sqlite3"),
+            "CITEDOCS_EMBEDDER": "none",
+            "CITEDOCS_LLM_BASE_URL": f"http://127.0.0.1:{llm_port}/v1",
+            "XDG_DATA_HOME": str(work / "data"),
+            "XDG_CONFIG_HOME": str(work / "config"),
+        }
+        subprocess.run(
+            [sys.executable, "-m", "citedocs", "add", str(args.docs)],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         model = [sys.executable, str(fake), str(llm_port), "--delay-ms", "20"]
         serve = [sys.executable, "-m", "citedocs", "serve", "--port", str(port)]
         url = f"http://127.0.0.1:{port}"
@@ -210,14 +219,18 @@ def main() -> None:
                 print(json.dumps(results[-1]), flush=True)
             soak_rss = [r["rss_end_mb"] for r in results]
     print()
-    print("| users | searches | answers | busy 503 | errors | search P50 / P95 ms | ask P50 / P95 ms | "
-          "RSS after warm-up → end MB (growth) | fds start/end/max | threads start/end/max |")  # fmt: skip
+    print(
+        "| users | searches | answers | busy 503 | errors | search P50 / P95 ms | ask P50 / P95 ms | "
+        "RSS after warm-up → end MB (growth) | fds start/end/max | threads start/end/max |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['users']} | {r['searches']} | {r['answers']} | {r['busy_503']} | {r['errors']} | "
-              f"{r['search_p50_ms']} / {r['search_p95_ms']} | {r['ask_p50_ms']} / {r['ask_p95_ms']} | "
-              f"{r['rss_after_warmup_mb']} → {r['rss_end_mb']} ({r['rss_growth_after_warmup_pct']:+.2f} %) | "
-              f"{'/'.join(map(str, r['fds_start_end_max']))} | {'/'.join(map(str, r['threads_start_end_max']))} |")  # fmt: skip
+        print(
+            f"| {r['users']} | {r['searches']} | {r['answers']} | {r['busy_503']} | {r['errors']} | "
+            f"{r['search_p50_ms']} / {r['search_p95_ms']} | {r['ask_p50_ms']} / {r['ask_p95_ms']} | "
+            f"{r['rss_after_warmup_mb']} → {r['rss_end_mb']} ({r['rss_growth_after_warmup_pct']:+.2f} %) | "
+            f"{'/'.join(map(str, r['fds_start_end_max']))} | {'/'.join(map(str, r['threads_start_end_max']))} |"
+        )
     print(f"\nRSS at the end of each level (MB): {soak_rss}")
     if args.json:
         args.json.write_text(json.dumps({"levels": results}, indent=2), encoding="utf-8")

@@ -82,8 +82,9 @@ def main() -> None:
                     lambda q: local.call_tool("search", {"query": q, "top_k": 5}), asked
                 )
             env = {"CITEDOCS_EMBEDDER": args.embedder, "CITEDOCS_CONFIG": str(Path(tmp) / "none.toml")}
-            params = StdioServerParameters(command=sys.executable, args=["-m", "citedocs.mcp", "--db", db],
-                                           env=env, cwd=tmp)  # fmt: skip
+            params = StdioServerParameters(
+                command=sys.executable, args=["-m", "citedocs.mcp", "--db", db], env=env, cwd=tmp
+            )
             spawn = time.perf_counter()
             with open(os.devnull, "w", encoding="utf-8") as quiet:
                 async with Client(stdio_client(params, errlog=quiet)) as remote:

@@ -40,8 +40,13 @@ def main() -> None:
     ]
     print_header("citedocs answer-service overhead (model replaced by an instant scripted server)")
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAI(default=Reply(tokens=ANSWER)) as fake:
-        settings = Settings(db=str(Path(tmp) / "i.db"), embedder="none", llm_base_url=fake.base_url,
-                            relevance_threshold=0.0, max_concurrent=4)  # fmt: skip
+        settings = Settings(
+            db=str(Path(tmp) / "i.db"),
+            embedder="none",
+            llm_base_url=fake.base_url,
+            relevance_threshold=0.0,
+            max_concurrent=4,
+        )
         app = Citedocs(settings)
         app.add_folder(corpus)
         app.index()

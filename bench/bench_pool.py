@@ -44,31 +44,89 @@ def run_config(
         llm_urls = []
         for n in range(servers):
             port = free_port()
-            stack.enter_context(live_process(
-                [args.llama_server, "-m", args.gguf, "--host", "127.0.0.1", "--port", str(port), "-t", "1",
-                 "--parallel", "1", "-c", "4096"],
-                None, work / f"{name}-llama{n}.log", f"http://127.0.0.1:{port}", WAIT_S, health="/health",
-            ))  # fmt: skip
+            stack.enter_context(
+                live_process(
+                    [
+                        args.llama_server,
+                        "-m",
+                        args.gguf,
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        str(port),
+                        "-t",
+                        "1",
+                        "--parallel",
+                        "1",
+                        "-c",
+                        "4096",
+                    ],
+                    None,
+                    work / f"{name}-llama{n}.log",
+                    f"http://127.0.0.1:{port}",
+                    WAIT_S,
+                    health="/health",
+                )
+            )
             llm_urls.append(f"http://127.0.0.1:{port}/v1")
         hosts = []
         for n in range(replicas):
             port = free_port()
-            env = {**os.environ, "CITEDOCS_DB": db, "CITEDOCS_EMBEDDER": "none", "CITEDOCS_INDEX_ON_START": "false",
-                   "CITEDOCS_LLM_BASE_URL": ",".join(llm_urls), "CITEDOCS_LLM_SLOTS": "1",
-                   "CITEDOCS_MAX_CONCURRENT": str(args.max_concurrent), "CITEDOCS_LLM_MAX_TOKENS": str(args.max_tokens),
-                   "CITEDOCS_CONFIG": str(work / "none.toml")}  # fmt: skip
-            stack.enter_context(live_process([sys.executable, "-m", "citedocs", "serve", "--port", str(port)],
-                                             env, work / f"{name}-api{n}.log", f"http://127.0.0.1:{port}", WAIT_S))  # fmt: skip
+            env = {
+                **os.environ,
+                "CITEDOCS_DB": db,
+                "CITEDOCS_EMBEDDER": "none",
+                "CITEDOCS_INDEX_ON_START": "false",
+                "CITEDOCS_LLM_BASE_URL": ",".join(llm_urls),
+                "CITEDOCS_LLM_SLOTS": "1",
+                "CITEDOCS_MAX_CONCURRENT": str(args.max_concurrent),
+                "CITEDOCS_LLM_MAX_TOKENS": str(args.max_tokens),
+                "CITEDOCS_CONFIG": str(work / "none.toml"),
+            }
+            stack.enter_context(
+                live_process(
+                    [sys.executable, "-m", "citedocs", "serve", "--port", str(port)],
+                    env,
+                    work / f"{name}-api{n}.log",
+                    f"http://127.0.0.1:{port}",
+                    WAIT_S,
+                )
+            )
             hosts.append(f"http://127.0.0.1:{port}")
         prefix = work / name
-        env = {**os.environ, "CITEDOCS_BENCH_HOSTS": ",".join(hosts),
-               "CITEDOCS_BENCH_CASES": str(SHARED_DATA / "claude-docs-qa" / "cases.jsonl")}  # fmt: skip
+        env = {
+            **os.environ,
+            "CITEDOCS_BENCH_HOSTS": ",".join(hosts),
+            "CITEDOCS_BENCH_CASES": str(SHARED_DATA / "claude-docs-qa" / "cases.jsonl"),
+        }
         done = subprocess.run(
-            [sys.executable, "-m", "locust", "-f", str(REPO / "bench" / "locustfile.py"), "--headless", "-H", hosts[0], "-u",
-             str(args.users), "-r", str(args.users), "-t", f"{int(args.minutes * 60)}s", "--stop-timeout", "120",
-             "--csv", str(prefix), "--only-summary"],
-            env=env, check=False, capture_output=True, text=True, timeout=args.minutes * 60 + 300,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "locust",
+                "-f",
+                str(REPO / "bench" / "locustfile.py"),
+                "--headless",
+                "-H",
+                hosts[0],
+                "-u",
+                str(args.users),
+                "-r",
+                str(args.users),
+                "-t",
+                f"{int(args.minutes * 60)}s",
+                "--stop-timeout",
+                "120",
+                "--csv",
+                str(prefix),
+                "--only-summary",
+            ],
+            env=env,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=args.minutes * 60 + 300,
+        )
         if not (work / f"{name}_stats.csv").exists():
             raise RuntimeError(f"locust wrote no statistics: {done.stderr[-3000:]}")
         healthz = [httpx.get(f"{h}/healthz", timeout=10).json() for h in hosts]
@@ -80,15 +138,20 @@ def run_config(
     )
     served = [e["served"] for h in healthz for e in h["model"].get("endpoints", [])]
     return {
-        "config": name, "replicas": replicas, "llama_servers": servers, "users": args.users,
-        "minutes": args.minutes, "answers": answers, "answers_per_min": round(answers / args.minutes, 2),
+        "config": name,
+        "replicas": replicas,
+        "llama_servers": servers,
+        "users": args.users,
+        "minutes": args.minutes,
+        "answers": answers,
+        "answers_per_min": round(answers / args.minutes, 2),
         "ttft_p50_s": round(float(rows.get("ttft", {}).get("50%", 0) or 0) / 1000, 1),
         "answer_p50_s": round(float(rows.get("answer", {}).get("50%", 0) or 0) / 1000, 1),
         "busy_503": int(rows.get("busy (503)", {}).get("Request Count", 0) or 0),
         "failures": sum(int(f["Occurrences"]) for f in failures),
         "answers_per_replica": [s["answers_since_start"] for s in stats],
         "served_per_endpoint_seen_by_replica_0": served[:servers],
-    }  # fmt: skip
+    }
 
 
 def main() -> None:
@@ -120,8 +183,13 @@ def main() -> None:
             "CITEDOCS_EMBEDDER": "none",
             "CITEDOCS_CONFIG": str(work / "none.toml"),
         }
-        subprocess.run([sys.executable, "-m", "citedocs", "add", str(SHARED_DATA / "claude-docs-qa" / "docs")],
-                       env=env, check=True, capture_output=True, timeout=600)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "citedocs", "add", str(SHARED_DATA / "claude-docs-qa" / "docs")],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
         for name, replicas, servers in (("one", 1, 1), ("two", 2, 2)):
             row = run_config(name, replicas, servers, args, db, work)
             rows.append(row)
@@ -129,8 +197,18 @@ def main() -> None:
     finally:
         server.cleanup()
         shutil.rmtree(work, ignore_errors=True)
-    cols = ["config", "replicas", "llama_servers", "answers", "answers_per_min", "ttft_p50_s", "answer_p50_s",
-            "busy_503", "failures", "answers_per_replica"]  # fmt: skip
+    cols = [
+        "config",
+        "replicas",
+        "llama_servers",
+        "answers",
+        "answers_per_min",
+        "ttft_p50_s",
+        "answer_p50_s",
+        "busy_503",
+        "failures",
+        "answers_per_replica",
+    ]
     print("\n| " + " | ".join(cols) + " |\n" + "|---" * len(cols) + "|")
     for row in rows:
         print("| " + " | ".join(str(row[c]) for c in cols) + " |")

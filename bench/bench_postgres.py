@@ -56,8 +56,13 @@ def original_records(data: BeirData, settings: Settings) -> list[tuple[DocumentR
     for doc_id, (title, text) in data.corpus.items():
         body = text or title
         segment = Segment(body, (title,) if title else (), 1, body.count("\n") + 1)
-        drafts = chunk_segments([segment], target=settings.chunk_tokens, overlap=settings.chunk_overlap,
-                                min_tokens=CHUNK_MIN_TOKENS, max_tokens=CHUNK_MAX_TOKENS)  # fmt: skip
+        drafts = chunk_segments(
+            [segment],
+            target=settings.chunk_tokens,
+            overlap=settings.chunk_overlap,
+            min_tokens=CHUNK_MIN_TOKENS,
+            max_tokens=CHUNK_MAX_TOKENS,
+        )
         record = DocumentRecord(
             f"beir://{doc_id}", doc_id, "text", len(body), 0, None, "indexed", title=title
         )
@@ -82,10 +87,15 @@ def scaled(
         for doc, chunks in originals:
             new_doc = replace(doc, path=f"{doc.path}~{copy}", rel_path=f"{doc.rel_path}~{copy}")
             new_chunks = [
-                replace(c, chunk_id=f"{c.chunk_id}~{copy}", sha256=hashlib.sha256(f"{c.sha256}~{copy}".encode()).hexdigest(),
-                        heading_terms=_drop(c.heading_terms, rng), body_terms=_drop(c.body_terms, rng))
+                replace(
+                    c,
+                    chunk_id=f"{c.chunk_id}~{copy}",
+                    sha256=hashlib.sha256(f"{c.sha256}~{copy}".encode()).hexdigest(),
+                    heading_terms=_drop(c.heading_terms, rng),
+                    body_terms=_drop(c.body_terms, rng),
+                )
                 for c in chunks
-            ]  # fmt: skip
+            ]
             yield new_doc, new_chunks, [c.sha256 for c in chunks]
 
 
@@ -122,8 +132,13 @@ def embed_originals(
     return dict(zip(shas, chunk_matrix, strict=True)), dict(zip(qids, query_matrix, strict=True))
 
 
-def load(store: Store, docs: Iterator[tuple[DocumentRecord, list[ChunkRecord], list[str]]],
-         vectors: dict[str, np.ndarray], *, bulk: bool) -> dict[str, float]:  # fmt: skip
+def load(
+    store: Store,
+    docs: Iterator[tuple[DocumentRecord, list[ChunkRecord], list[str]]],
+    vectors: dict[str, np.ndarray],
+    *,
+    bulk: bool,
+) -> dict[str, float]:
     """Write every document and vector; `bulk` batches 500 documents per transaction and, on PostgreSQL,
     builds the postings indexes after the load instead of during it (as pg_restore does)."""
     source = store.add_source("folder", "beir", "beir://")
@@ -295,11 +310,15 @@ def main() -> None:
                     )
                 stats = load(store, scaled(originals, scale - 1), chunk_vecs, bulk=scale >= args.bulk_from)
                 extra = [(replace(d, path=f"{d.path}~new"), c) for d, c in originals[:300]]
-                row: dict[str, Any] = {"scale": scale, "backend": backend, "docs": stats["docs"],
-                                       "chunks": store.counts()["chunks"],
-                                       "keyword_index_s": round(stats["keyword_index_s"], 1),
-                                       "docs_per_s": round(stats["docs"] / stats["keyword_index_s"]),
-                                       "vector_index_s": round(stats["vector_index_s"], 1)}  # fmt: skip
+                row: dict[str, Any] = {
+                    "scale": scale,
+                    "backend": backend,
+                    "docs": stats["docs"],
+                    "chunks": store.counts()["chunks"],
+                    "keyword_index_s": round(stats["keyword_index_s"], 1),
+                    "docs_per_s": round(stats["docs"] / stats["keyword_index_s"]),
+                    "vector_index_s": round(stats["vector_index_s"], 1),
+                }
                 row["bulk_load"] = scale >= args.bulk_from
                 row.update(measure(store, data, qvecs, queries))
                 row["add_one_doc_ms_p50"] = incremental(store, int(stats["source"]), extra)
@@ -317,10 +336,26 @@ def main() -> None:
 
 
 def report(rows: list[dict[str, Any]]) -> None:
-    cols = ["scale", "backend", "docs", "chunks", "bulk_load", "keyword_index_s", "docs_per_s", "vector_index_s",
-            "add_one_doc_ms_p50",
-            "keyword_ms_p50", "keyword_ms_p95", "semantic_ms_p50", "semantic_ms_p95", "hybrid_ms_p50",
-            "hybrid_ms_p95", "first_query_warmup_s", "semantic_recall@10_vs_exact", "db_mb"]  # fmt: skip
+    cols = [
+        "scale",
+        "backend",
+        "docs",
+        "chunks",
+        "bulk_load",
+        "keyword_index_s",
+        "docs_per_s",
+        "vector_index_s",
+        "add_one_doc_ms_p50",
+        "keyword_ms_p50",
+        "keyword_ms_p95",
+        "semantic_ms_p50",
+        "semantic_ms_p95",
+        "hybrid_ms_p50",
+        "hybrid_ms_p95",
+        "first_query_warmup_s",
+        "semantic_recall@10_vs_exact",
+        "db_mb",
+    ]
     print("\n| " + " | ".join(cols) + " |")
     print("|---" * len(cols) + "|")
     for row in rows:
@@ -335,8 +370,10 @@ def report(rows: list[dict[str, Any]]) -> None:
     for scale in sorted({r["scale"] for r in rows}):
         pair = {r["backend"]: r for r in rows if r["scale"] == scale}
         if len(pair) == 2:
-            ratios = {m: round(pair["postgres"][f"{m}_ms_p50"] / pair["sqlite"][f"{m}_ms_p50"], 2)
-                      for m in ("keyword", "semantic", "hybrid")}  # fmt: skip
+            ratios = {
+                m: round(pair["postgres"][f"{m}_ms_p50"] / pair["sqlite"][f"{m}_ms_p50"], 2)
+                for m in ("keyword", "semantic", "hybrid")
+            }
             print(f"- scale {scale}: {ratios}")
 
 

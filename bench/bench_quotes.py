@@ -49,8 +49,11 @@ from citedocs.settings import Settings
 REPO = Path(__file__).resolve().parents[1]
 EN = SHARED_DATA / "claude-docs-qa"
 JA = SHARED_DATA / "ja-developers-reference"
-EN_CASES = (EN / "cases.jsonl", REPO / "eval/cases/claude-docs-key-facts.jsonl",
-            REPO / "eval/cases/claude-docs-extra.jsonl")  # fmt: skip
+EN_CASES = (
+    EN / "cases.jsonl",
+    REPO / "eval/cases/claude-docs-key-facts.jsonl",
+    REPO / "eval/cases/claude-docs-extra.jsonl",
+)
 DEFAULT_RUNS = (REPO / "eval/baseline/answer-gate-2",)
 
 
@@ -83,8 +86,13 @@ def score_case(
     shown_quotes = "\n".join(q.text for q in quotes)
     said = REFUSAL_SENTENCES[language] if refused and model else synthesis
     shown = (said + "\n" + shown_quotes).strip()
-    row: dict[str, Any] = {"kind": case.kind, "quotes": len(quotes), "quote_chars": len(shown_quotes),
-                           "chars": len(shown), "synth_chars": len(synthesis) if not refused else 0}  # fmt: skip
+    row: dict[str, Any] = {
+        "kind": case.kind,
+        "quotes": len(quotes),
+        "quote_chars": len(shown_quotes),
+        "chars": len(shown),
+        "synth_chars": len(synthesis) if not refused else 0,
+    }
     for matcher in ("literal", "analyzed"):
         row[f"synth_{matcher}"] = key_fact_recall(synthesis, case.key_facts, refused, matcher=matcher)
         whole = (("" if refused else synthesis) + "\n" + shown_quotes).strip()
@@ -167,8 +175,11 @@ def run_japanese(top_k: int = 5) -> dict[str, Any]:
                 rows.append(score_case(case, "", True, quotes, "ja", model=False))
         finally:
             app.close()
-    return table("ja-developers-reference (keyword, no model: quotes alone)", rows,
-                 (verbatim[0], verbatim[1], verbatim[2]))  # fmt: skip
+    return table(
+        "ja-developers-reference (keyword, no model: quotes alone)",
+        rows,
+        (verbatim[0], verbatim[1], verbatim[2]),
+    )
 
 
 def main() -> None:

@@ -149,15 +149,22 @@ def _cpu_s(pid: int) -> float:
 def http(db: Path, queries: list[str], requests: int, tmp: Path, warmup_s: float) -> dict[str, Any]:
     import httpx
 
-    env = {**os.environ, "CITEDOCS_DB": str(db), "CITEDOCS_EMBEDDER": "none", "CITEDOCS_ENV_FILE": "",
-           "CITEDOCS_WATCH": "false"}  # fmt: skip
+    env = {
+        **os.environ,
+        "CITEDOCS_DB": str(db),
+        "CITEDOCS_EMBEDDER": "none",
+        "CITEDOCS_ENV_FILE": "",
+        "CITEDOCS_WATCH": "false",
+    }
     peer_script = tmp / "peer.py"
     peer_script.write_text(PEER_APP.format(bench=str(Path(__file__).parent), db=str(db)), encoding="utf-8")
     ours, our_port = _start([sys.executable, "-m", "citedocs", "serve", "--port", "0"], env, tmp / "ours.log")
     peer, peer_port = _start([sys.executable, str(peer_script)], env, tmp / "peer.log")
     try:
-        clients = {"citedocs": httpx.Client(base_url=f"http://127.0.0.1:{our_port}", timeout=120),
-                   "bm25s": httpx.Client(base_url=f"http://127.0.0.1:{peer_port}", timeout=120)}  # fmt: skip
+        clients = {
+            "citedocs": httpx.Client(base_url=f"http://127.0.0.1:{our_port}", timeout=120),
+            "bm25s": httpx.Client(base_url=f"http://127.0.0.1:{peer_port}", timeout=120),
+        }
         pids = {"citedocs": ours.pid, "bm25s": peer.pid}
         # the server loads its keyword index (saved beside the database by the reopen step) at its first
         # search, or builds it in the background: warm up, then give a build time to land
@@ -197,15 +204,27 @@ def http(db: Path, queries: list[str], requests: int, tmp: Path, warmup_s: float
     return out
 
 
-HYBRID_QUERIES = ["how do I rotate the logs", "configure the port", "backup and restore", "install on linux",
-                  "token limits", "upgrade the server", "reset a password", "where are the logs kept"]  # fmt: skip
+HYBRID_QUERIES = [
+    "how do I rotate the logs",
+    "configure the port",
+    "backup and restore",
+    "install on linux",
+    "token limits",
+    "upgrade the server",
+    "reset a password",
+    "where are the logs kept",
+]
 
 
 def hybrid(requests: int, tmp: Path) -> dict[str, Any]:
     import httpx
 
-    env = {**os.environ, "CITEDOCS_DB": str(tmp / "index.sqlite3"), "CITEDOCS_ENV_FILE": "",
-           "XDG_DATA_HOME": str(tmp / "data")}  # fmt: skip
+    env = {
+        **os.environ,
+        "CITEDOCS_DB": str(tmp / "index.sqlite3"),
+        "CITEDOCS_ENV_FILE": "",
+        "XDG_DATA_HOME": str(tmp / "data"),
+    }
     env.pop("CITEDOCS_EMBEDDER", None)
     command = [
         sys.executable,
@@ -242,8 +261,12 @@ def hybrid(requests: int, tmp: Path) -> dict[str, Any]:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
-    return {"hybrid_p50_ms": round(statistics.median(wall), 2), "hybrid_p95_ms": round(pct(wall, 95), 2),
-            "server_cpu_ms": round(cpu, 2), "requests": requests}  # fmt: skip
+    return {
+        "hybrid_p50_ms": round(statistics.median(wall), 2),
+        "hybrid_p95_ms": round(pct(wall, 95), 2),
+        "server_cpu_ms": round(cpu, 2),
+        "requests": requests,
+    }
 
 
 REOPEN = """
@@ -277,8 +300,9 @@ def reopen(db: Path, query: str, runs: int) -> dict[str, Any]:
             if name == "built":
                 saved.rename(aside)
             try:
-                out = subprocess.run([sys.executable, "-c", REOPEN, str(db), query], check=True,
-                                     capture_output=True, text=True).stdout.split()  # fmt: skip
+                out = subprocess.run(
+                    [sys.executable, "-c", REOPEN, str(db), query], check=True, capture_output=True, text=True
+                ).stdout.split()
             finally:
                 if name == "built":
                     saved.unlink(missing_ok=True)  # the build saved a new one: keep the first

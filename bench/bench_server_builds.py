@@ -54,9 +54,25 @@ def measure(
     port = free_port()
     flags = repack_args("auto", cpu_flags()) if extra is None else extra
     began = time.monotonic()
-    process = subprocess.Popen([*command, "-m", gguf, "--host", "127.0.0.1", "--port", str(port), "-c", "8192",
-                                "--parallel", "1", *flags], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    process = subprocess.Popen(
+        [
+            *command,
+            "-m",
+            gguf,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "-c",
+            "8192",
+            "--parallel",
+            "1",
+            *flags,
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         with httpx.Client(timeout=900, trust_env=False) as client:
@@ -71,8 +87,13 @@ def measure(
             ready = time.monotonic() - began
             out = []
             for messages in prompts:
-                body = {"messages": messages, "max_tokens": 64, "temperature": 0, "cache_prompt": False,
-                        "ignore_eos": True}  # fmt: skip
+                body = {
+                    "messages": messages,
+                    "max_tokens": 64,
+                    "temperature": 0,
+                    "cache_prompt": False,
+                    "ignore_eos": True,
+                }
                 try:
                     timings = client.post(url + "/v1/chat/completions", json=body).json()["timings"]
                 except httpx.HTTPError as exc:  # a starved machine: say so, keep the other rows
@@ -126,15 +147,20 @@ def main() -> None:
             starts[name].append(ready)
             results[name] += rows
             for prompt_rate, gen_rate, n in rows:  # as they come, so a run cut short still shows them
-                print(f"- round {round_ + 1}, {name}: ready {ready:.1f} s, {n} prompt tokens at "
-                      f"{prompt_rate:.1f}/s, generated {gen_rate:.1f}/s", flush=True)  # fmt: skip
+                print(
+                    f"- round {round_ + 1}, {name}: ready {ready:.1f} s, {n} prompt tokens at "
+                    f"{prompt_rate:.1f}/s, generated {gen_rate:.1f}/s",
+                    flush=True,
+                )
     print(
         "| server | start to ready s P50 | prompt tokens P50 | prompt tokens/s P50 | generated tokens/s P50 |"
     )
     print("|---|---|---|---|---|")
     for name, rows in results.items():
-        print(f"| {name} | {median(starts[name]):.1f} | {median([r[2] for r in rows]):.0f} | "
-              f"{median([r[0] for r in rows]):.1f} | {median([r[1] for r in rows]):.1f} |")  # fmt: skip
+        print(
+            f"| {name} | {median(starts[name]):.1f} | {median([r[2] for r in rows]):.0f} | "
+            f"{median([r[0] for r in rows]):.1f} | {median([r[1] for r in rows]):.1f} |"
+        )
     if len(names) == 2:
         (a, b) = ([median([r[i] for r in results[n]]) for n in names] for i in (0, 1))
         print(f"\nprebuilt / native: prompt {a[0] / a[1]:.2f}x, generation {b[0] / b[1]:.2f}x")

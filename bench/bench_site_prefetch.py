@@ -40,8 +40,12 @@ def measure(app: Citedocs, cases: list[ClaudeCase], mode: str) -> dict[str, floa
         ranks = [i for i, h in enumerate(hits, 1) if h.path.split("#")[0] in case.urls]
         found.append(1.0 if ranks else 0.0)
         rr.append(1.0 / ranks[0] if ranks else 0.0)
-    return {"page@5": round(sum(found), 0), "of": len(cases), "mrr@5": round(statistics.mean(rr), 3),
-            "query_ms_p50": round(statistics.median(ms), 2)}  # fmt: skip
+    return {
+        "page@5": round(sum(found), 0),
+        "of": len(cases),
+        "mrr@5": round(statistics.mean(rr), 3),
+        "query_ms_p50": round(statistics.median(ms), 2),
+    }
 
 
 def main() -> None:
@@ -73,9 +77,18 @@ def main() -> None:
             fetch_s = time.perf_counter() - t0
             app.wait_for_embeddings()
             after = measure(app, cases, args.mode)
-            print(json.dumps({"stage": "after the background fetch", "fetch_s": round(fetch_s, 1),
-                              "requests": len(site.requests), "interval_s": AUTO_FETCH_INTERVAL_S,
-                              **after}), flush=True)  # fmt: skip
+            print(
+                json.dumps(
+                    {
+                        "stage": "after the background fetch",
+                        "fetch_s": round(fetch_s, 1),
+                        "requests": len(site.requests),
+                        "interval_s": AUTO_FETCH_INTERVAL_S,
+                        **after,
+                    }
+                ),
+                flush=True,
+            )
         finally:
             app.close()
 

@@ -24,13 +24,37 @@ from citedocs.sources.llmstxt import DocLink, parse_llms_txt
 from citedocs.text import links
 
 QUERIES = [
-    "routing", "middleware jwt", "mock timers", "snapshot testing", "coverage", "agent tools",
-    "streaming output", "htmx reference", "websockets", "openai model", "date picker", "dark mode",
-    "form validation", "prompt caching", "browser mode providers", "useEffect", "pydantic_ai.agent",
-    "--watch", "install with vite", "cors", "cookie helper", "test environment jsdom", "structured output",
-    "dependency injection", "deploy to cloudflare workers", "table component", "retries", "fake timers",
-    "custom reporter", "toast notifications",
-]  # fmt: skip
+    "routing",
+    "middleware jwt",
+    "mock timers",
+    "snapshot testing",
+    "coverage",
+    "agent tools",
+    "streaming output",
+    "htmx reference",
+    "websockets",
+    "openai model",
+    "date picker",
+    "dark mode",
+    "form validation",
+    "prompt caching",
+    "browser mode providers",
+    "useEffect",
+    "pydantic_ai.agent",
+    "--watch",
+    "install with vite",
+    "cors",
+    "cookie helper",
+    "test environment jsdom",
+    "structured output",
+    "dependency injection",
+    "deploy to cloudflare workers",
+    "table component",
+    "retries",
+    "fake timers",
+    "custom reporter",
+    "toast notifications",
+]
 
 
 def load_real() -> dict[str, list[DocLink]]:
@@ -98,8 +122,10 @@ def main() -> None:
     parse_only = time_ms(lambda: parse_llms_txt(big_text), args.repeat)
     cold = time_ms(parse_and_index_cold, args.repeat)
     warm = time_ms(parse_and_index, args.repeat)
-    print(f"parse + index 1,000 links: {median(cold):.1f} ms cold caches, {median(warm):.1f} ms warm "
-          f"(parse alone {median(parse_only):.1f} ms; medians of {args.repeat})")  # fmt: skip
+    print(
+        f"parse + index 1,000 links: {median(cold):.1f} ms cold caches, {median(warm):.1f} ms warm "
+        f"(parse alone {median(parse_only):.1f} ms; medians of {args.repeat})"
+    )
 
     index = SiteIndex()
     build = time_ms(lambda: [index.add_source(n, links) for n, links in sources.items()], 1)[0]
@@ -108,9 +134,11 @@ def main() -> None:
     for _ in range(args.repeat):
         for query in QUERIES:
             latencies += time_ms(lambda q=query: index.search(q, k=5), 1)
-    print(f"search over {len(sources)} sources / {n_links} links (index built in {build:.1f} ms): "
-          f"P50 {pct(latencies, 50):.2f} ms, P95 {pct(latencies, 95):.2f} ms "
-          f"({len(QUERIES)} queries x {args.repeat}, k=5, snippets included)")  # fmt: skip
+    print(
+        f"search over {len(sources)} sources / {n_links} links (index built in {build:.1f} ms): "
+        f"P50 {pct(latencies, 50):.2f} ms, P95 {pct(latencies, 95):.2f} ms "
+        f"({len(QUERIES)} queries x {args.repeat}, k=5, snippets included)"
+    )
 
     docs = [(name, link) for name, links in sources.items() for link in links]
     texts = [

@@ -74,8 +74,10 @@ def main() -> None:
         "--budget", type=int, default=Settings().ask_fetch_pages, help="pages an answer may fetch"
     )
     args = parser.parse_args()
-    print_header(f"bench_sites_ask: first and second ask on an unfetched llms.txt site ({args.mode}, "
-                 f"budget {args.budget} pages)")  # fmt: skip
+    print_header(
+        f"bench_sites_ask: first and second ask on an unfetched llms.txt site ({args.mode}, "
+        f"budget {args.budget} pages)"
+    )
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     data = SHARED_DATA / "claude-docs-qa"
     rows: list[dict[str, float]] = []
@@ -86,10 +88,14 @@ def main() -> None:
         with FakeOpenAI(default=Reply(tokens=["Scripted answer [1]."])) as server:
             llm = LLMClient(server.base_url, "scripted")
             for n, case in enumerate(cases):
-                settings = Settings(db=f"{tmp}/i{n}.db", allowed_private_hosts=["127.0.0.1"],
-                                    embedder="none" if args.mode == "keyword" else "auto",
-                                    search_mode=args.mode, relevance_threshold=0,
-                                    ask_fetch_pages=args.budget)  # fmt: skip
+                settings = Settings(
+                    db=f"{tmp}/i{n}.db",
+                    allowed_private_hosts=["127.0.0.1"],
+                    embedder="none" if args.mode == "keyword" else "auto",
+                    search_mode=args.mode,
+                    relevance_threshold=0,
+                    ask_fetch_pages=args.budget,
+                )
                 app = Citedocs(settings)
                 try:
                     app.sites.add("claude", llms_txt)
@@ -103,16 +109,24 @@ def main() -> None:
                     indexing = index_ms(site.root, site.url, fetched, settings, tmp) if fetched else 0.0
                     right_after_fetch += bool(set(first["source_paths"]) & case.urls)
                     t1, t2 = first["timings"], second["timings"]
-                    rows.append({
-                        "pages": len(fetched), "first_retrieval": t1["retrieval_ms"],
-                        "fetch_stage": t1["fetch_ms"] or 0.0, "indexing": indexing,
-                        "first_total": first["wall_ms"], "second_retrieval": t2["retrieval_ms"],
-                        "second_total": second["wall_ms"], "second_pages": len(again),
-                    })  # fmt: skip
+                    rows.append(
+                        {
+                            "pages": len(fetched),
+                            "first_retrieval": t1["retrieval_ms"],
+                            "fetch_stage": t1["fetch_ms"] or 0.0,
+                            "indexing": indexing,
+                            "first_total": first["wall_ms"],
+                            "second_retrieval": t2["retrieval_ms"],
+                            "second_total": second["wall_ms"],
+                            "second_pages": len(again),
+                        }
+                    )
                 finally:
                     app.close()
-    print(f"{len(rows)} questions; pages fetched per first ask: median {median([r['pages'] for r in rows]):g}, "
-          f"max {max(r['pages'] for r in rows):g} (budget: {args.budget})")  # fmt: skip
+    print(
+        f"{len(rows)} questions; pages fetched per first ask: median {median([r['pages'] for r in rows]):g}, "
+        f"max {max(r['pages'] for r in rows):g} (budget: {args.budget})"
+    )
     print(
         f"second asks that fetched more pages (links that rose into the top k): "
         f"{sum(r['second_pages'] > 0 for r in rows)}/{len(rows)}"
@@ -121,14 +135,20 @@ def main() -> None:
     print("| stage | P50 ms | P95 ms |")
     print("|---|---|---|")
     ranking = [r["first_retrieval"] for r in rows]
-    parts = [("first ask: ranking (retrieval over links and passages)", ranking),
-             ("first ask: fetch stage (pages side by side: network, markdown, indexing)",
-              [r["fetch_stage"] for r in rows]),
-             ("  of which indexing, timed apart (the same pages one after another)",
-              [r["indexing"] for r in rows]),
-             ("first ask: whole answer (scripted model)", [r["first_total"] for r in rows]),
-             ("second ask: retrieval", [r["second_retrieval"] for r in rows]),
-             ("second ask: whole answer (scripted model)", [r["second_total"] for r in rows])]  # fmt: skip
+    parts = [
+        ("first ask: ranking (retrieval over links and passages)", ranking),
+        (
+            "first ask: fetch stage (pages side by side: network, markdown, indexing)",
+            [r["fetch_stage"] for r in rows],
+        ),
+        (
+            "  of which indexing, timed apart (the same pages one after another)",
+            [r["indexing"] for r in rows],
+        ),
+        ("first ask: whole answer (scripted model)", [r["first_total"] for r in rows]),
+        ("second ask: retrieval", [r["second_retrieval"] for r in rows]),
+        ("second ask: whole answer (scripted model)", [r["second_total"] for r in rows]),
+    ]
     for name, values in parts:
         print(f"| {name} | {median(values):.1f} | {pct(values, 95):.1f} |")
 

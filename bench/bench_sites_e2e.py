@@ -65,8 +65,9 @@ def main() -> None:
         llms_txt = f"{base}/docs/llms.txt"
         add_ms, first_ms, warm, fetch_cold, fetch_hit, refresh_ms = [], [], [], [], [], []
         for n in range(args.repeat):
-            settings = Settings(db=str(Path(tmp) / f"index-{n}.db"), allowed_private_hosts=["127.0.0.1"],
-                                embedder="none")  # fmt: skip
+            settings = Settings(
+                db=str(Path(tmp) / f"index-{n}.db"), allowed_private_hosts=["127.0.0.1"], embedder="none"
+            )
             sites = SiteService(SQLiteStore(settings.db_path), settings)
             add_ms += time_ms(lambda s=sites: s.add("big", llms_txt), 1)
             assert sites.list()[0].docs == 1000
@@ -85,8 +86,10 @@ def main() -> None:
     print(f"add (GET + parse + store 1,000 links): median {median(add_ms):.1f} ms of {args.repeat}")
     print(f"first search in a new service (build index from SQLite + rank): median {median(first_ms):.1f} ms")
     print(f"warm search: P50 {pct(warm, 50):.2f} ms, P95 {pct(warm, 95):.2f} ms ({len(warm)} queries, k=5)")
-    print(f"fetch a page (GET + store + chunk into main index): median {median(fetch_cold):.1f} ms; "
-          f"from the LRU cache {median(fetch_hit):.3f} ms")  # fmt: skip
+    print(
+        f"fetch a page (GET + store + chunk into main index): median {median(fetch_cold):.1f} ms; "
+        f"from the LRU cache {median(fetch_hit):.3f} ms"
+    )
     print(f"refresh (llms.txt + 10 stored pages, conditional GETs): median {median(refresh_ms):.1f} ms")
 
 

@@ -86,8 +86,14 @@ def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float, float]:
         "params": {"name": "search", "arguments": {"query": QUERY}},
     }
     cpu, started = _children_cpu(), time.perf_counter()
-    proc = subprocess.Popen(_cli("mcp", "--db", str(db)), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        _cli("mcp", "--db", str(db)),
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     for message in messages:
         proc.stdin.write(json.dumps(message) + "\n")
@@ -114,8 +120,13 @@ def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float, float]:
 
 
 def start_server(db: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(_cli("serve", "--port", "0", "--db", str(db)), env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        _cli("serve", "--port", "0", "--db", str(db)),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if "serving http" in line:
@@ -136,8 +147,13 @@ def main() -> None:
         dbs = {}
         for name, src in versions.items():
             dbs[name] = home / f"{name}.sqlite3"
-            subprocess.run(_cli("add", str(SAMPLES), "--db", str(dbs[name])), env=_env(src, home), check=True,
-                           capture_output=True, timeout=600)  # fmt: skip
+            subprocess.run(
+                _cli("add", str(SAMPLES), "--db", str(dbs[name])),
+                env=_env(src, home),
+                check=True,
+                capture_output=True,
+                timeout=600,
+            )
             wait = _cli(
                 "reindex", "--db", str(dbs[name])
             )  # embeddings done before timing (`add` may return first)

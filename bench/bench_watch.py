@@ -122,8 +122,13 @@ def burst(app: Citedocs, paths: list[Path], count: int, tag: str) -> dict[str, f
     settled = wait(done, 600, 0.1) + written
     time.sleep(3.0)  # anything indexed twice would show up now
     status = app.watch_status()[0]
-    return {"seconds": settled, "write_seconds": written, "writes": app.store._generation_now() - before,
-            "batches": status["changes"] - batches, "rescan": bool(status["last_change"]["rescan"])}  # fmt: skip
+    return {
+        "seconds": settled,
+        "write_seconds": written,
+        "writes": app.store._generation_now() - before,
+        "batches": status["changes"] - batches,
+        "rescan": bool(status["last_change"]["rescan"]),
+    }
 
 
 def main() -> None:
@@ -139,8 +144,10 @@ def main() -> None:
     print_header("bench_watch: folder watcher latency, idle CPU and bursts")
     defaults = Settings(db=":memory:")
     events = f"polling every {defaults.watch_poll_s:g} s" if args.polling else "native events (inotify)"
-    print(f"settings: watch_debounce_s={defaults.watch_debounce_s:g}, watch_max_events={defaults.watch_max_events}, "
-          f"{events}; keyword-only; the machine is shared with other jobs\n")  # fmt: skip
+    print(
+        f"settings: watch_debounce_s={defaults.watch_debounce_s:g}, watch_max_events={defaults.watch_max_events}, "
+        f"{events}; keyword-only; the machine is shared with other jobs\n"
+    )
     tmp = Path(tempfile.mkdtemp(prefix="bench-watch-"))
     try:
         root, db = tmp / "docs", tmp / "index.sqlite3"
@@ -153,13 +160,17 @@ def main() -> None:
         started = time.perf_counter()
         app.index()
         indexed = time.perf_counter() - started
-        print(f"folder: {args.files} markdown files in 100 folders (written in {made:.1f} s), "
-              f"first index {indexed:.1f} s")  # fmt: skip
+        print(
+            f"folder: {args.files} markdown files in 100 folders (written in {made:.1f} s), "
+            f"first index {indexed:.1f} s"
+        )
         paths[0].write_text(note(0, "reference"), encoding="utf-8")
         started = time.perf_counter()
         app.index()
-        print(f"reference, no watcher: `reindex` after one edit (stat walk of {args.files} files): "
-              f"{(time.perf_counter() - started) * 1000:.0f} ms\n")  # fmt: skip
+        print(
+            f"reference, no watcher: `reindex` after one edit (stat walk of {args.files} files): "
+            f"{(time.perf_counter() - started) * 1000:.0f} ms\n"
+        )
         app.close()
 
         if args.polling:
@@ -172,8 +183,10 @@ def main() -> None:
         before, t0 = cpu_seconds(), time.monotonic()
         time.sleep(args.idle_s)
         used, wall = cpu_seconds() - before, time.monotonic() - t0
-        print(f"idle: {used:.2f} CPU s over {wall:.0f} s = {100 * used / wall:.2f}% of one core "
-              f"({threads} threads in the process)")  # fmt: skip
+        print(
+            f"idle: {used:.2f} CPU s over {wall:.0f} s = {100 * used / wall:.2f}% of one core "
+            f"({threads} threads in the process)"
+        )
 
         rng = random.Random(7)
         latencies = []
@@ -184,25 +197,31 @@ def main() -> None:
             path.write_text(note(n, token), encoding="utf-8")
             latencies.append(wait(lambda token=token, path=path: hit(app, token, path)) * 1000)
             time.sleep(0.05)
-        print(f"edit -> keyword-searchable, {args.edits} edits: P50 {median(latencies):.0f} ms, "
-              f"P95 {pct(latencies, 95):.0f} ms, max {max(latencies):.0f} ms")  # fmt: skip
+        print(
+            f"edit -> keyword-searchable, {args.edits} edits: P50 {median(latencies):.0f} ms, "
+            f"P95 {pct(latencies, 95):.0f} ms, max {max(latencies):.0f} ms"
+        )
         if args.polling:
             app.close()
             return
 
         result = burst(app, paths, args.burst, "zqburst")
-        print(f"burst of {args.burst} (cap {defaults.watch_max_events} paths per batch): all indexed "
-              f"{result['seconds']:.1f} s after the first write (writing took {result['write_seconds']:.1f} s); "
-              f"{result['writes']} document writes, {result['batches']} batches, last a rescan: "
-              f"{result['rescan']}")  # fmt: skip
+        print(
+            f"burst of {args.burst} (cap {defaults.watch_max_events} paths per batch): all indexed "
+            f"{result['seconds']:.1f} s after the first write (writing took {result['write_seconds']:.1f} s); "
+            f"{result['writes']} document writes, {result['batches']} batches, last a rescan: "
+            f"{result['rescan']}"
+        )
         app.close()
 
         app = start(db, root, watch_max_events=args.files)
         result = burst(app, paths, args.burst, "zqpaths")
-        print(f"burst of {args.burst} (cap raised to {args.files}: changed paths only): all indexed "
-              f"{result['seconds']:.1f} s after the first write (writing took {result['write_seconds']:.1f} s); "
-              f"{result['writes']} document writes, {result['batches']} batches, last a rescan: "
-              f"{result['rescan']}")  # fmt: skip
+        print(
+            f"burst of {args.burst} (cap raised to {args.files}: changed paths only): all indexed "
+            f"{result['seconds']:.1f} s after the first write (writing took {result['write_seconds']:.1f} s); "
+            f"{result['writes']} document writes, {result['batches']} batches, last a rescan: "
+            f"{result['rescan']}"
+        )
         app.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

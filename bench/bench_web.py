@@ -40,8 +40,16 @@ QUERIES = [
     "reload the config",
     "agent cannot connect",
 ]
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def free_port() -> int:
@@ -54,11 +62,27 @@ def free_port() -> int:
 def serve(home: Path, embedder: str, src: Path) -> Iterator[str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CITEDOCS_")}
-    env.update({"XDG_DATA_HOME": str(home / "data"), "XDG_CONFIG_HOME": str(home / "config"),
-                "CITEDOCS_ENV_FILE": "", "CITEDOCS_EMBEDDER": embedder,
-                "PYTHONPATH": str(src)})  # fmt: skip
-    command = [sys.executable, "-m", "citedocs", "serve", "--folder", str(SAMPLES), "--db",
-               str(home / "index.sqlite3"), "--port", str(port)]  # fmt: skip
+    env.update(
+        {
+            "XDG_DATA_HOME": str(home / "data"),
+            "XDG_CONFIG_HOME": str(home / "config"),
+            "CITEDOCS_ENV_FILE": "",
+            "CITEDOCS_EMBEDDER": embedder,
+            "PYTHONPATH": str(src),
+        }
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "citedocs",
+        "serve",
+        "--folder",
+        str(SAMPLES),
+        "--db",
+        str(home / "index.sqlite3"),
+        "--port",
+        str(port),
+    ]
     log = (home / "serve.log").open("w", encoding="utf-8")
     proc = subprocess.Popen(command, env=env, stdout=log, stderr=log)
     url = f"http://127.0.0.1:{port}"
@@ -110,9 +134,14 @@ def one_run(browser: Any, url: str, query: str, mode: str, width: int = 1280) ->
         )
         note = page.inner_text("#search-note")
         round_trip = re.search(r"(\d+) ms", note)
-        return {"paint_ms": marks["paint"], "load_ms": marks["load"], "ready_ms": marks["ready"], "type_to_result_ms": marks["shown"] - typed,
-                "search_ms": float(round_trip.group(1)) if round_trip else float("nan"),
-                "total_ms": marks["ready"] + marks["shown"] - typed}  # fmt: skip
+        return {
+            "paint_ms": marks["paint"],
+            "load_ms": marks["load"],
+            "ready_ms": marks["ready"],
+            "type_to_result_ms": marks["shown"] - typed,
+            "search_ms": float(round_trip.group(1)) if round_trip else float("nan"),
+            "total_ms": marks["ready"] + marks["shown"] - typed,
+        }
     finally:
         context.close()
 

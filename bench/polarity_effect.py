@@ -56,8 +56,10 @@ def main() -> None:
                 if off.checked and on.supported != off.supported:
                     flipped += 1
                     print(f"{run.parent.name}: {on.sentence[:150]!r}")
-    print(f"\n{len(runs)} runs, {answers} answers, {checked} checked sentences: {flipped} turned unsupported "
-          f"({flipped / max(checked, 1) * 100:.2f} %)")  # fmt: skip
+    print(
+        f"\n{len(runs)} runs, {answers} answers, {checked} checked sentences: {flipped} turned unsupported "
+        f"({flipped / max(checked, 1) * 100:.2f} %)"
+    )
 
 
 if __name__ == "__main__":

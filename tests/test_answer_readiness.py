@@ -62,8 +62,13 @@ def verdicts(env: dict[str, str], db: str) -> tuple[dict[str, Any], dict[str, An
 def test_status_model_list_and_mcp_agree_whether_answers_can_run(tmp_path: Path) -> None:
     tiny = Tiny(tmp_path, size=20_000)
     with FakeIndex(tiny.files) as index:  # the model only: a configured server stands in at install time
-        install(Settings(llm_index_url=index.base_url, llm_catalog=str(tiny.catalog),
-                         llm_server=str(fake_llama(tmp_path))))  # fmt: skip
+        install(
+            Settings(
+                llm_index_url=index.base_url,
+                llm_catalog=str(tiny.catalog),
+                llm_server=str(fake_llama(tmp_path)),
+            )
+        )
     env = {
         **os.environ,
         "CITEDOCS_LLM_CATALOG": str(tiny.catalog),
@@ -131,12 +136,22 @@ def test_install_puts_a_prebuilt_server_in_place_that_answers(tmp_path: Path) ->
     name = "xllamacpp-0.0-cp310-abi3-manylinux2014_x86_64.whl"
     tiny = Tiny(tmp_path, size=20_000)
     catalog = json.loads(tiny.catalog.read_text(encoding="utf-8"))
-    catalog["llama_server_prebuilt"] = {"package": "xllamacpp", "filename": name, "size": len(blob),
-                                        "sha256": hashlib.sha256(blob).hexdigest(), "member": "xllamacpp"}  # fmt: skip
+    catalog["llama_server_prebuilt"] = {
+        "package": "xllamacpp",
+        "filename": name,
+        "size": len(blob),
+        "sha256": hashlib.sha256(blob).hexdigest(),
+        "member": "xllamacpp",
+    }
     tiny.catalog.write_text(json.dumps(catalog), encoding="utf-8")
     with FakeIndex({**tiny.files, name: ("xllamacpp", blob)}) as index:
-        env = {**os.environ, "CITEDOCS_LLM_INDEX_URL": index.base_url, "CITEDOCS_LLM_CATALOG": str(tiny.catalog),
-               "CITEDOCS_EMBEDDER": "none", "COLUMNS": "200"}  # fmt: skip
+        env = {
+            **os.environ,
+            "CITEDOCS_LLM_INDEX_URL": index.base_url,
+            "CITEDOCS_LLM_CATALOG": str(tiny.catalog),
+            "CITEDOCS_EMBEDDER": "none",
+            "COLUMNS": "200",
+        }
         first = cli("model", "install", env=env)
         assert first.returncode == 0, first.stderr
         assert "llama-server: prebuilt" in first.stdout and "no compiler" in first.stderr

@@ -84,8 +84,18 @@ def test_cited_answer_streams_sources_tokens_then_done(library: Citedocs) -> Non
     assert done.event == "done"
     sources = events[0].data["sources"]
     assert sources[0]["n"] == 1 and sources[0]["path"].endswith("install.md")
-    assert set(sources[0]) >= {"n", "path", "source", "heading", "page", "line_start", "line_end",
-                               "chunk_id", "score", "text"}  # fmt: skip
+    assert set(sources[0]) >= {
+        "n",
+        "path",
+        "source",
+        "heading",
+        "page",
+        "line_start",
+        "line_end",
+        "chunk_id",
+        "score",
+        "text",
+    }
     assert [e.data["text"] for e in events if e.event == "token"] == PORT_ANSWER
     assert done.data["answer"] == "The server listens on port 8765 by default [1]."
     assert done.data["citations"] == [1] and done.data["invalid_citations"] == []

@@ -98,8 +98,16 @@ def test_ask_json_mode_returns_one_envelope(tmp_path: Path) -> None:
     body = response.json()
     assert response.status_code == 200 and body["success"] is True and body["error"] is None
     assert body["data"]["sources"][0]["n"] == 1 and body["data"]["citations"] == [1]
-    assert {"answer", "invalid_citations", "refused", "truncated", "usage", "timings", "cost_usd",
-            "trace_id"} <= set(body["data"])  # fmt: skip
+    assert {
+        "answer",
+        "invalid_citations",
+        "refused",
+        "truncated",
+        "usage",
+        "timings",
+        "cost_usd",
+        "trace_id",
+    } <= set(body["data"])
 
 
 def test_off_topic_is_refused_with_no_model_request(tmp_path: Path) -> None:
@@ -235,8 +243,18 @@ def test_search_returns_hits_shaped_like_the_cli(asgi: tuple[FastAPI, FakeOpenAI
     response = call(asgi[0], "POST", "/search", json={"query": "port server", "k": 2})
     hits = response.json()["hits"]
     assert response.status_code == 200 and hits[0]["path"].endswith("install.md")
-    assert set(hits[0]) == {"chunk_id", "path", "source", "heading", "page", "line_start", "line_end", "score",
-                            "snippet", "kind"}  # fmt: skip
+    assert set(hits[0]) == {
+        "chunk_id",
+        "path",
+        "source",
+        "heading",
+        "page",
+        "line_start",
+        "line_end",
+        "score",
+        "snippet",
+        "kind",
+    }
     assert hits[0]["kind"] == "passage"
     assert call(asgi[0], "POST", "/search", json={"query": "port", "k": 51}).status_code == 422
     assert call(asgi[0], "POST", "/search", json={"query": "port", "source": "nowhere"}).status_code == 404
@@ -251,9 +269,17 @@ def test_unknown_source_and_unknown_route_say_what_to_do(asgi: tuple[FastAPI, Fa
 
 def test_healthz_page_and_static_files(asgi: tuple[FastAPI, FakeOpenAI]) -> None:
     health = call(asgi[0], "GET", "/healthz").json()
-    assert health == {"status": "ok", "in_flight": 0, "max_concurrent": 4,
-                      "model": {"state": "external", "name": f"fake at {asgi[1].base_url}",
-                                "base_url": asgi[1].base_url, "model": "fake"}}  # fmt: skip
+    assert health == {
+        "status": "ok",
+        "in_flight": 0,
+        "max_concurrent": 4,
+        "model": {
+            "state": "external",
+            "name": f"fake at {asgi[1].base_url}",
+            "base_url": asgi[1].base_url,
+            "model": "fake",
+        },
+    }
     page = call(asgi[0], "GET", "/")
     assert page.status_code == 200 and "<script" in page.text and "http" not in page.text.split("<body")[0]
     assert call(asgi[0], "GET", "/static/app.js").status_code == 200

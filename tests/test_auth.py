@@ -31,8 +31,14 @@ BRAVO = "# Contract\n\nThe vermilion contract renews every March with a penalty 
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "citedocs", *args], env=env, capture_output=True, text=True,
-                          timeout=180, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "citedocs", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
 
 
 @pytest.fixture
@@ -47,8 +53,11 @@ def team(tmp_path: Path) -> dict[str, Any]:
     for folder in (alpha, bravo):
         assert _cli(env, "add", str(folder)).returncode == 0
     tokens = {}
-    for name, scope, source in [("alpha-asker", "ask", str(alpha)), ("searcher", "search", None),
-                                ("boss", "admin", None)]:  # fmt: skip
+    for name, scope, source in [
+        ("alpha-asker", "ask", str(alpha)),
+        ("searcher", "search", None),
+        ("boss", "admin", None),
+    ]:
         args = ["token", "create", name, "--scope", scope, "--json"] + (
             ["--source", source] if source else []
         )
@@ -60,8 +69,13 @@ def team(tmp_path: Path) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def serving(env: dict[str, str], log: Path, *args: str) -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, "-m", "citedocs", "serve", "--port", "0", *args], env=env,
-                            stdout=log.open("w"), stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "citedocs", "serve", "--port", "0", *args],
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 90
         url = ""
@@ -114,19 +128,28 @@ def test_a_token_limited_to_a_folder_never_sees_another_folders_passages(team: d
             assert own["hits"] and all("alpha" in h["path"] for h in own["hits"])
             other = httpx.post(f"{url}/search", json={"query": "vermilion contract renews"}, headers=token)
             assert other.status_code == 200 and other.json()["hits"] == []
-            named = httpx.post(f"{url}/search", json={"query": "contract", "source": str(team["bravo"])},
-                               headers=token)  # fmt: skip
+            named = httpx.post(
+                f"{url}/search", json={"query": "contract", "source": str(team["bravo"])}, headers=token
+            )
             assert named.status_code == 404  # the same answer as for a folder that does not exist
-            asked = httpx.post(f"{url}/ask?stream=false", json={"question": "When does the vermilion contract renew?"},
-                               headers=token, timeout=60)  # fmt: skip
+            asked = httpx.post(
+                f"{url}/ask?stream=false",
+                json={"question": "When does the vermilion contract renew?"},
+                headers=token,
+                timeout=60,
+            )
             read = httpx.get(
                 f"{url}/read", params={"path": str(team["bravo"] / "contract.md")}, headers=token
             )
             assert read.status_code in (403, 404)
             status = httpx.get(f"{url}/status", headers=token)
             assert status.status_code == 200
-            answered = httpx.post(f"{url}/ask?stream=false", json={"question": "How often does the cobalt gateway rotate its keys?"},
-                                  headers=token, timeout=60)  # fmt: skip
+            answered = httpx.post(
+                f"{url}/ask?stream=false",
+                json={"question": "How often does the cobalt gateway rotate its keys?"},
+                headers=token,
+                timeout=60,
+            )
             assert answered.status_code == 200, answered.text
         # "penalty" is in bravo's text only (the questions name the contract, so its name may be echoed back)
         for body in (other.text, named.text, asked.text, read.text, status.text, answered.text):
@@ -187,8 +210,12 @@ def test_revoking_a_token_stops_it_at_the_next_request(team: dict[str, Any]) -> 
 
 def test_answers_are_rate_limited_per_token_with_retry_after(team: dict[str, Any]) -> None:
     with FakeOpenAI(default=Reply(tokens=["The cobalt gateway rotates every nine days [1]."])) as llm:
-        env = {**team["env"], "CITEDOCS_AUTH": "tokens", "CITEDOCS_LLM_BASE_URL": llm.base_url,
-               "CITEDOCS_AUTH_ANSWERS_PER_MINUTE": "2"}  # fmt: skip
+        env = {
+            **team["env"],
+            "CITEDOCS_AUTH": "tokens",
+            "CITEDOCS_LLM_BASE_URL": llm.base_url,
+            "CITEDOCS_AUTH_ANSWERS_PER_MINUTE": "2",
+        }
         with serving(env, team["tmp"] / "serve.log") as url:
             asker = _bearer(team["tokens"]["alpha-asker"])
             question = {"question": "How often does the cobalt gateway rotate its keys?"}

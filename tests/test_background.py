@@ -17,8 +17,14 @@ DOC = "# Logs\n\nRotate the logs with `citedocs logs --rotate`; old logs are kep
 
 def citedocs(*args: str, db: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "CITEDOCS_DB": str(db), **env}
-    return subprocess.run([sys.executable, "-m", "citedocs", *args], capture_output=True, text=True,
-                          env=full_env, timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "citedocs", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=120,
+        check=False,
+    )
 
 
 def folder(root: Path, name: str, text: str = DOC) -> Path:
@@ -76,9 +82,13 @@ def test_add_returns_before_embedding_and_one_embedder_takes_every_add(tmp_path:
         assert second.returncode == 0, second.stderr
         assert f"pid {embedding['pid']}" in second.stdout  # the running embedder takes these passages too
         # `citedocs embed` waits for the background embedder (held up by the model), then embeds what is left
-        waiting = subprocess.Popen([sys.executable, "-m", "citedocs", "embed"], text=True,
-                                   env={**os.environ, "CITEDOCS_DB": str(db), **env}, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE)  # fmt: skip
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "citedocs", "embed"],
+            text=True,
+            env={**os.environ, "CITEDOCS_DB": str(db), **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         assert waiting.stderr is not None
         said = waiting.stderr.readline() + waiting.stderr.readline()
         assert f"waiting for the embedder already running on this index (pid {embedding['pid']})" in said
@@ -136,9 +146,13 @@ def test_a_running_server_takes_the_embedding_with_its_warm_model(tmp_path: Path
     db = tmp_path / "i.db"
     with FakeEmbeddings().running() as fake:
         env = {**embedder_env(fake), "CITEDOCS_WATCH": "false"}
-        server = subprocess.Popen([sys.executable, "-m", "citedocs", "serve", "--port", "0"], text=True,
-                                  env={**os.environ, "CITEDOCS_DB": str(db), **env}, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT)  # fmt: skip
+        server = subprocess.Popen(
+            [sys.executable, "-m", "citedocs", "serve", "--port", "0"],
+            text=True,
+            env={**os.environ, "CITEDOCS_DB": str(db), **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         try:
             assert server.stdout is not None
             for line in server.stdout:

@@ -221,8 +221,19 @@ def test_repair_needs_the_reported_answer() -> None:
 
 
 def test_withheld_reason_counts_checked_sentences_only() -> None:
-    passages = [Hit("c0", "/docs/server.md", "/docs", "Serving", None, 1, 9, 0.1,
-                    "The server listens on port 8765 by default. The default limit is 4 answers at once.")]  # fmt: skip
+    passages = [
+        Hit(
+            "c0",
+            "/docs/server.md",
+            "/docs",
+            "Serving",
+            None,
+            1,
+            9,
+            0.1,
+            "The server listens on port 8765 by default. The default limit is 4 answers at once.",
+        )
+    ]
     one_of_three = check_citations(
         "It is written in Rust [1]. It needs a GPU [1]. The server listens on port 8765 by default [1].",
         passages,

@@ -83,8 +83,11 @@ KOREAN = ("한국어", "문서", "데이터베이스", "로그는", "매일", "�
 
 
 def _forms(word: str, language: str) -> list[str]:
-    around = {"ja": ["{}について", "「{}」とは？", "{}はどこ"], "zh": ["关于{}", "{}是什么？"],
-              "ko": ["{}에 대해", "{}란 무엇입니까?"]}[language]  # fmt: skip
+    around = {
+        "ja": ["{}について", "「{}」とは？", "{}はどこ"],
+        "zh": ["关于{}", "{}是什么？"],
+        "ko": ["{}에 대해", "{}란 무엇입니까?"],
+    }[language]
     forms = [word, *(f.format(word) for f in around)]
     half = word.translate(_HALF_WIDTH)
     return forms + ([half] if half != word else [])  # half-width katakana meets its usual form
@@ -149,6 +152,11 @@ def test_kanji_only_and_abbreviated_queries_over_the_real_japanese_manual(tmp_pa
 
 
 _HALF_WIDTH = str.maketrans(
-    dict(zip("アイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモヤユヨラリルレロワンー",
-             "ｱｲｳｴｵｶｷｸｹｺｻｼｽｾｿﾀﾁﾂﾃﾄﾅﾆﾇﾈﾉﾊﾋﾌﾍﾎﾏﾐﾑﾒﾓﾔﾕﾖﾗﾘﾙﾚﾛﾜﾝｰ", strict=True))
-)  # fmt: skip
+    dict(
+        zip(
+            "アイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモヤユヨラリルレロワンー",
+            "ｱｲｳｴｵｶｷｸｹｺｻｼｽｾｿﾀﾁﾂﾃﾄﾅﾆﾇﾈﾉﾊﾋﾌﾍﾎﾏﾐﾑﾒﾓﾔﾕﾖﾗﾘﾙﾚﾛﾜﾝｰ",
+            strict=True,
+        )
+    )
+)

@@ -17,8 +17,14 @@ HIT_FIELDS = {"path", "heading", "page", "line_start", "line_end", "score", "chu
 
 def cli(*args: str, db: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CITEDOCS_DB": str(db), "CITEDOCS_EMBEDDER": "none"}
-    proc = subprocess.run([sys.executable, "-m", "citedocs", *args], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "citedocs", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"citedocs {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
     return proc

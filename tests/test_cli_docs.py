@@ -13,6 +13,22 @@ def test_cli_reference_is_current() -> None:
 
 def test_every_documented_interface_command_exists() -> None:
     text = render()
-    for name in ["add", "add-site", "remove", "list", "reindex", "status", "search", "ask", "serve", "mcp",
-                 "eval retrieval", "bench beir", "sites", "refresh", "fetch", "read"]:  # fmt: skip
+    for name in [
+        "add",
+        "add-site",
+        "remove",
+        "list",
+        "reindex",
+        "status",
+        "search",
+        "ask",
+        "serve",
+        "mcp",
+        "eval retrieval",
+        "bench beir",
+        "sites",
+        "refresh",
+        "fetch",
+        "read",
+    ]:
         assert f"`citedocs {name}`" in text

@@ -38,8 +38,11 @@ def settings_for(tmp_path: Path) -> Settings:
 def cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "citedocs", *args, "--db", str(tmp_path / "index.sqlite3")],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "CITEDOCS_EMBEDDER": "none", **(env or {})},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CITEDOCS_EMBEDDER": "none", **(env or {})},
+    )
 
 
 def said(done: subprocess.CompletedProcess[str]) -> str:
@@ -113,8 +116,12 @@ def test_raced_read_file_over_real_mcp_stdio_never_leaks(layout: tuple[Path, Pat
     env = {"CITEDOCS_EMBEDDER": "none", "CITEDOCS_CONFIG": str(tmp_path / "none.toml")}
     if "PYTHONPATH" in os.environ:
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    params = StdioServerParameters(command=sys.executable, env=env, cwd=str(tmp_path),
-                                   args=["-m", "citedocs.mcp", "--db", str(tmp_path / "index.sqlite3")])  # fmt: skip
+    params = StdioServerParameters(
+        command=sys.executable,
+        env=env,
+        cwd=str(tmp_path),
+        args=["-m", "citedocs.mcp", "--db", str(tmp_path / "index.sqlite3")],
+    )
     counts = {"served": 0, "refused": 0, "leaks": 0}
 
     async def main() -> None:
@@ -294,10 +301,24 @@ def test_unreadable_folder_and_file_are_reported_even_as_root(tmp_path: Path) ->
     os.chmod(reg / "locked", 0)
     os.chmod(reg / "closed.md", 0)
     try:
-        command = [*_without_dac_override(), sys.executable, "-m", "citedocs", "add", str(reg), "--json",
-                   "--db", str(tmp_path / "index.sqlite3")]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "CITEDOCS_EMBEDDER": "none"})  # fmt: skip
+        command = [
+            *_without_dac_override(),
+            sys.executable,
+            "-m",
+            "citedocs",
+            "add",
+            str(reg),
+            "--json",
+            "--db",
+            str(tmp_path / "index.sqlite3"),
+        ]
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "CITEDOCS_EMBEDDER": "none"},
+        )
         assert done.returncode == 0, done.stderr
         failures = {f["path"]: f["reason"] for f in json.loads(done.stdout)[0]["failures"]}
         assert "Permission denied" in failures["locked/"] and "not indexed" in failures["locked/"]
@@ -346,8 +367,10 @@ def test_remove_while_indexing_cancels_and_leaves_nothing(
     assert not thread.is_alive()
     assert "background indexing stopped" not in caplog.text
     db = sqlite3.connect(tmp_path / "index.sqlite3")
-    left = {table: db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-            for table in ("sources", "documents", "chunks", "embeddings")}  # fmt: skip
+    left = {
+        table: db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+        for table in ("sources", "documents", "chunks", "embeddings")
+    }
     running = db.execute(
         "SELECT COUNT(*) FROM jobs WHERE state = 'running' AND source_id IS NOT NULL"
     ).fetchone()

@@ -114,10 +114,17 @@ def dockerignored(rel_path: str, patterns: list[str]) -> bool:
     prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
     for pattern in patterns:
         regex = "".join(
-            "(?:.*/)?" if tok == "**/" else ".*" if tok == "**" else "[^/]*" if tok == "*"
-            else "[^/]" if tok == "?" else re.escape(tok)
+            "(?:.*/)?"
+            if tok == "**/"
+            else ".*"
+            if tok == "**"
+            else "[^/]*"
+            if tok == "*"
+            else "[^/]"
+            if tok == "?"
+            else re.escape(tok)
             for tok in re.findall(r"\*\*/|\*\*|\*|\?|[^*?]+", pattern)
-        )  # fmt: skip
+        )
         if any(re.fullmatch(regex, prefix) for prefix in prefixes):
             return True
     return False
@@ -152,8 +159,13 @@ def test_healthcheck_asks_the_health_route() -> None:
 
 def test_the_build_context_holds_what_pip_install_reads() -> None:
     patterns = dockerignore_patterns()
-    copied = [src for stage in dockerfile_stages() for a in instructions(stage, "COPY") if "--from" not in a
-              for src in shlex.split(a)[:-1]]  # fmt: skip
+    copied = [
+        src
+        for stage in dockerfile_stages()
+        for a in instructions(stage, "COPY")
+        if "--from" not in a
+        for src in shlex.split(a)[:-1]
+    ]
     readme = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["readme"]
     assert {"pyproject.toml", readme, "src"} <= set(copied)
     for src in copied:
@@ -166,9 +178,18 @@ def test_the_build_context_holds_what_pip_install_reads() -> None:
 
 def test_dockerignore_keeps_local_state_out_of_the_image() -> None:
     patterns = dockerignore_patterns()
-    for path in [".venv", ".venv/bin/python", "runs/2026/run.json", "bench/out/beir.csv", ".git/HEAD",
-                 "src/citedocs/__pycache__/cli.cpython-311.pyc", "index.sqlite3", ".env", "deploy/.env",
-                 "deploy/models/model.gguf"]:  # fmt: skip
+    for path in [
+        ".venv",
+        ".venv/bin/python",
+        "runs/2026/run.json",
+        "bench/out/beir.csv",
+        ".git/HEAD",
+        "src/citedocs/__pycache__/cli.cpython-311.pyc",
+        "index.sqlite3",
+        ".env",
+        "deploy/.env",
+        "deploy/models/model.gguf",
+    ]:
         assert dockerignored(path, patterns), path
     assert not dockerignored("src/citedocs/runs.py", patterns) and not dockerignored("bench/x.py", patterns)
 
@@ -218,8 +239,9 @@ def llm_flag(service: dict[str, Any], flag: str) -> str:
     return command[command.index(flag) + 1]
 
 
-def test_every_citedocs_variable_is_a_settings_field_with_a_valid_value(monkeypatch: pytest.MonkeyPatch,
-                                                                         tmp_path: Path) -> None:  # fmt: skip
+def test_every_citedocs_variable_is_a_settings_field_with_a_valid_value(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("CITEDOCS_CONFIG", str(tmp_path / "none.toml"))
     services = load_compose()["services"]
     seen = 0
@@ -304,8 +326,14 @@ def test_docker_compose_accepts_the_file() -> None:
             "`docker compose` is not available here (no compose plugin); the YAML checks above still ran"
         )
     env = {**os.environ, **DEPLOY_ENV}
-    done = subprocess.run(["docker", "compose", "-f", str(COMPOSE), "config", "--quiet"], capture_output=True,
-                          text=True, env=env, timeout=60, check=False)  # fmt: skip
+    done = subprocess.run(
+        ["docker", "compose", "-f", str(COMPOSE), "config", "--quiet"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -325,8 +353,16 @@ def test_the_image_declares_the_postgresql_driver_compose_needs() -> None:
 
 # -- the image's commands, run here ------------------------------------------------------------------------
 
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "deploy", "version": "1"}}}  # fmt: skip
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "deploy", "version": "1"},
+    },
+}
 
 
 def container_env(service: str, db: str, tmp_path: Path) -> dict[str, str]:
@@ -335,9 +371,13 @@ def container_env(service: str, db: str, tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(PREFIX)}
     env.update({k: v for k, v in image_env().items() if k.startswith(PREFIX)})
     env.update(environment(load_compose()["services"][service]))
-    env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", CITEDOCS_DB=db,
-               CITEDOCS_PORT=str(free_port()), CITEDOCS_EMBEDDER="none",
-               CITEDOCS_CONFIG=str(tmp_path / "none.toml"))  # fmt: skip
+    env.update(
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        CITEDOCS_DB=db,
+        CITEDOCS_PORT=str(free_port()),
+        CITEDOCS_EMBEDDER="none",
+        CITEDOCS_CONFIG=str(tmp_path / "none.toml"),
+    )
     return env
 
 
@@ -369,8 +409,9 @@ def replica(env: dict[str, str], log: Path) -> Iterator[str]:
 
 
 def top_path(url: str, query: str, token: str) -> str:
-    found = httpx.post(f"{url}/search", json={"query": query}, timeout=30,
-                       headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    found = httpx.post(
+        f"{url}/search", json={"query": query}, timeout=30, headers={"Authorization": f"Bearer {token}"}
+    )
     assert found.status_code == 200, found.text
     hits = found.json()["hits"]
     return str(hits[0]["path"]) if hits else ""
@@ -387,14 +428,28 @@ def test_index_job_then_two_replicas_on_one_database(backend_db: str, tmp_path: 
     index_env = container_env("index", backend_db, tmp_path)
     run_index_job(docs, index_env, tmp_path)
     run_index_job(docs, index_env, tmp_path)  # every `docker compose up` reruns it: a no-op, not an error
-    listed = subprocess.run(["citedocs", "list", "--json"], env=index_env, cwd=tmp_path, capture_output=True,
-                            text=True, timeout=120, check=True)  # fmt: skip
+    listed = subprocess.run(
+        ["citedocs", "list", "--json"],
+        env=index_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     [folder] = json.loads(listed.stdout)
     assert (folder["path"], folder["docs"], folder["status"]) == (str(docs.resolve()), 1, "ready")
 
     # the image asks every request for a token; one made against the shared database works on every replica
-    made = subprocess.run(["citedocs", "token", "create", "deploy", "--scope", "ask", "--json"], env=index_env,
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    made = subprocess.run(
+        ["citedocs", "token", "create", "deploy", "--scope", "ask", "--json"],
+        env=index_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     token = json.loads(made.stdout)["token"]
     env_1, env_2 = (container_env(name, backend_db, tmp_path) for name in ("api-1", "api-2"))
     assert healthcheck(env_1) != 0, "the healthcheck passed with nothing listening"
@@ -403,8 +458,12 @@ def test_index_job_then_two_replicas_on_one_database(backend_db: str, tmp_path: 
             assert healthcheck(env) == 0
             accept = {"Accept": "application/json, text/event-stream"}
             assert httpx.post(f"{url}/mcp/", json=INITIALIZE, timeout=30, headers=accept).status_code == 401
-            mcp = httpx.post(f"{url}/mcp/", json=INITIALIZE, timeout=30,
-                             headers={**accept, "Authorization": f"Bearer {token}"})  # fmt: skip
+            mcp = httpx.post(
+                f"{url}/mcp/",
+                json=INITIALIZE,
+                timeout=30,
+                headers={**accept, "Authorization": f"Bearer {token}"},
+            )
             assert mcp.status_code == 200, mcp.text
             assert top_path(url, "backups rotate", token).endswith("runbook.md")
         # the documents change and the index job runs again: both running replicas see it, no restart

@@ -62,8 +62,17 @@ def assert_distinct(paths: list[str]) -> None:
 
 
 def hit(text: str, n: int) -> Hit:
-    return Hit(path=f"/d/{n}.md", source="/d", heading="", page=None, line_start=1, line_end=1,
-               chunk_id=str(n), score=1.0 / n, text=text)  # fmt: skip
+    return Hit(
+        path=f"/d/{n}.md",
+        source="/d",
+        heading="",
+        page=None,
+        line_start=1,
+        line_end=1,
+        chunk_id=str(n),
+        score=1.0 / n,
+        text=text,
+    )
 
 
 def test_a_repeat_gives_its_place_to_the_next_distinct_hit() -> None:
@@ -114,10 +123,21 @@ def test_the_library_ranking_keeps_repeats_and_distinct_search_does_not(tmp_path
 
 def test_cli_search_json_lists_each_passage_once(tmp_path: Path) -> None:
     docs, env = docs_folder(tmp_path), env_for(tmp_path)
-    subprocess.run([sys.executable, "-m", "citedocs", "add", str(docs)], env=env, capture_output=True,
-                   check=True, timeout=120)  # fmt: skip
-    proc = subprocess.run([sys.executable, "-m", "citedocs", "search", QUERY, "-k", "3", "--json"], env=env,
-                          capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "citedocs", "add", str(docs)],
+        env=env,
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "citedocs", "search", QUERY, "-k", "3", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert_distinct([h["path"] for h in json.loads(proc.stdout)["hits"]])
 
@@ -125,15 +145,26 @@ def test_cli_search_json_lists_each_passage_once(tmp_path: Path) -> None:
 def test_mcp_search_over_stdio_lists_each_passage_once(tmp_path: Path) -> None:
     docs = docs_folder(tmp_path)
     # add_folder over MCP indexes in the background; `citedocs add` has indexed when it exits
-    subprocess.run([sys.executable, "-m", "citedocs", "add", str(docs)], env=env_for(tmp_path),
-                   capture_output=True, check=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "citedocs", "add", str(docs)],
+        env=env_for(tmp_path),
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
     lines = [
         *HANDSHAKE,
         rpc(3, "tools/call", name="search", arguments={"query": QUERY, "top_k": 3, "mode": "keyword"}),
     ]
-    proc = subprocess.run([sys.executable, "-m", "citedocs", "mcp"], input="\n".join(lines) + "\n",
-                          capture_output=True, text=True, env=env_for(tmp_path), timeout=120,
-                          check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "citedocs", "mcp"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        env=env_for(tmp_path),
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     replies = {r.get("id"): r for r in map(json.loads, filter(str.strip, proc.stdout.splitlines()))}
     result = replies[3]["result"]
@@ -160,8 +191,13 @@ def mcp_call(url: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 def test_http_search_and_mcp_over_http_list_each_passage_once(tmp_path: Path) -> None:
     docs, env, port = docs_folder(tmp_path), env_for(tmp_path), free_port()
     url = f"http://127.0.0.1:{port}"
-    subprocess.run([sys.executable, "-m", "citedocs", "add", str(docs)], env=env, capture_output=True,
-                   check=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "citedocs", "add", str(docs)],
+        env=env,
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
     command = [sys.executable, "-m", "citedocs", "serve", "--port", str(port)]
     with live_process(command, env, tmp_path / "serve.log", url):
         reply = httpx.post(f"{url}/search", json={"query": QUERY, "k": 3, "mode": "keyword"}, timeout=60)

@@ -74,5 +74,8 @@ def test_the_fast_path_maps_server_errors_to_the_same_exit_codes() -> None:
             (404, 2),  # no index: a server always has one; only the CLI's read-only commands say so
         }, cls.__name__
     assert (remote.exit_code(404), remote.exit_code(403), remote.exit_code(422)) == (
-        EXIT_NOT_FOUND, EXIT_DENIED, EXIT_ERROR)  # fmt: skip
+        EXIT_NOT_FOUND,
+        EXIT_DENIED,
+        EXIT_ERROR,
+    )
     assert remote.exit_code(503) == EXIT_UNAVAILABLE

@@ -28,10 +28,14 @@ def _corpus(root: Path) -> tuple[Path, Path]:
     )
     cases = root / "cases.jsonl"
     rows = [
-        {"id": "port", "question": "Which port does the server listen on by default?", "key_facts": ["8765"],
-         "evidence": [{"file": "docs/setup.md", "heading": "Port"}]},
+        {
+            "id": "port",
+            "question": "Which port does the server listen on by default?",
+            "key_facts": ["8765"],
+            "evidence": [{"file": "docs/setup.md", "heading": "Port"}],
+        },
         {"id": "db", "kind": "unanswerable", "question": "Which database does the server use for logs?"},
-    ]  # fmt: skip
+    ]
     cases.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return docs, cases
 
@@ -46,10 +50,21 @@ def _respond(request: RecordedRequest) -> Reply:
 
 
 def _cli(*args: str, base_url: str, cwd: Path) -> dict:  # type: ignore[type-arg]
-    env = {**os.environ, "CITEDOCS_LLM_BASE_URL": base_url, "CITEDOCS_EMBEDDER": "none",
-           "CITEDOCS_DB": str(cwd / "unused.db")}  # fmt: skip
-    proc = subprocess.run([sys.executable, "-m", "citedocs", "eval", *args, "--json"], capture_output=True,
-                          text=True, env=env, cwd=cwd, timeout=120, check=False)  # fmt: skip
+    env = {
+        **os.environ,
+        "CITEDOCS_LLM_BASE_URL": base_url,
+        "CITEDOCS_EMBEDDER": "none",
+        "CITEDOCS_DB": str(cwd / "unused.db"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "citedocs", "eval", *args, "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)  # type: ignore[no-any-return]
 
@@ -58,8 +73,17 @@ def test_eval_answer_scores_judges_and_keeps_every_verdict(tmp_path: Path) -> No
     docs, cases = _corpus(tmp_path)
     run_dir = tmp_path / "run"
     with FakeOpenAI(responder=_respond) as server:
-        result = _cli("answer", "--corpus", str(docs), "--cases", str(cases), "--run-dir", str(run_dir),
-                      base_url=server.base_url, cwd=tmp_path)  # fmt: skip
+        result = _cli(
+            "answer",
+            "--corpus",
+            str(docs),
+            "--cases",
+            str(cases),
+            "--run-dir",
+            str(run_dir),
+            base_url=server.base_url,
+            cwd=tmp_path,
+        )
         judge_calls = [r for r in server.chat_requests if not r.body.get("stream")]
     assert result["key_fact_recall"]["mean"] == 1.0
     assert result["correct_refusal"]["mean"] == 1.0
@@ -74,13 +98,29 @@ def test_eval_answer_scores_judges_and_keeps_every_verdict(tmp_path: Path) -> No
     grades = tmp_path / "grades.jsonl"
     grades.write_text(json.dumps({**pairs[0], "supported": True, "note": ""}) + "\n", encoding="utf-8")
     hand_dir = tmp_path / "hand"
-    partial = _cli("hand-score", str(run_dir), "--grades", str(grades), "--out", str(hand_dir),
-                   base_url=server.base_url, cwd=tmp_path)  # fmt: skip
+    partial = _cli(
+        "hand-score",
+        str(run_dir),
+        "--grades",
+        str(grades),
+        "--out",
+        str(hand_dir),
+        base_url=server.base_url,
+        cwd=tmp_path,
+    )
     assert partial == {"graded_cases": 0, "ungraded_cases": 1}  # one pair ungraded: no value, never a guess
     with grades.open("a", encoding="utf-8") as out:
         out.write(json.dumps({**pairs[1], "supported": True, "note": ""}) + "\n")
-    full = _cli("hand-score", str(run_dir), "--grades", str(grades), "--out", str(hand_dir),
-                base_url=server.base_url, cwd=tmp_path)  # fmt: skip
+    full = _cli(
+        "hand-score",
+        str(run_dir),
+        "--grades",
+        str(grades),
+        "--out",
+        str(hand_dir),
+        base_url=server.base_url,
+        cwd=tmp_path,
+    )
     assert full == {"graded_cases": 1, "ungraded_cases": 0}
     summary = json.loads((hand_dir / "summary.json").read_text())
     assert summary["metrics"]["citation_precision"]["mean"] == 1.0
@@ -91,12 +131,35 @@ def test_a_run_made_without_a_judge_can_be_judged_afterwards(tmp_path: Path) -> 
     docs, cases = _corpus(tmp_path)
     index = tmp_path / "index.db"
     with FakeOpenAI(responder=_respond) as server:
-        plain = _cli("answer", "--corpus", str(docs), "--cases", str(cases), "--run-dir", str(tmp_path / "run"),
-                     "--no-judge", "--index-db", str(index), base_url=server.base_url, cwd=tmp_path)  # fmt: skip
+        plain = _cli(
+            "answer",
+            "--corpus",
+            str(docs),
+            "--cases",
+            str(cases),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--no-judge",
+            "--index-db",
+            str(index),
+            base_url=server.base_url,
+            cwd=tmp_path,
+        )
         assert "citation_precision" not in plain
-        judged = _cli("rejudge", str(tmp_path / "run"), "--cases", str(cases), "--index-db", str(index),
-                      "--out", str(tmp_path / "judged"), "--judge-base-url", server.base_url,
-                      base_url=server.base_url, cwd=tmp_path)  # fmt: skip
+        judged = _cli(
+            "rejudge",
+            str(tmp_path / "run"),
+            "--cases",
+            str(cases),
+            "--index-db",
+            str(index),
+            "--out",
+            str(tmp_path / "judged"),
+            "--judge-base-url",
+            server.base_url,
+            base_url=server.base_url,
+            cwd=tmp_path,
+        )
     assert judged["pairs"] == 2 and judged["skipped"] == 0
     summary = json.loads((tmp_path / "judged" / "summary.json").read_text())
     assert summary["metrics"]["citation_precision"]["mean"] == 0.5
@@ -108,12 +171,35 @@ def test_a_run_that_dropped_a_repeated_passage_is_judged_against_the_passages_it
     (docs / "setup-copy.md").write_text((docs / "setup.md").read_text(encoding="utf-8"), encoding="utf-8")
     index = tmp_path / "index.db"
     with FakeOpenAI(responder=_respond) as server:
-        _cli("answer", "--corpus", str(docs), "--cases", str(cases), "--run-dir", str(tmp_path / "run"),
-             "--no-judge", "--index-db", str(index), base_url=server.base_url, cwd=tmp_path)  # fmt: skip
+        _cli(
+            "answer",
+            "--corpus",
+            str(docs),
+            "--cases",
+            str(cases),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--no-judge",
+            "--index-db",
+            str(index),
+            base_url=server.base_url,
+            cwd=tmp_path,
+        )
         record = json.loads((tmp_path / "run" / "cases.jsonl").read_text().splitlines()[0])
-        judged = _cli("rejudge", str(tmp_path / "run"), "--cases", str(cases), "--index-db", str(index),
-                      "--out", str(tmp_path / "judged"), "--judge-base-url", server.base_url,
-                      base_url=server.base_url, cwd=tmp_path)  # fmt: skip
+        judged = _cli(
+            "rejudge",
+            str(tmp_path / "run"),
+            "--cases",
+            str(cases),
+            "--index-db",
+            str(index),
+            "--out",
+            str(tmp_path / "judged"),
+            "--judge-base-url",
+            server.base_url,
+            base_url=server.base_url,
+            cwd=tmp_path,
+        )
     sources = record["detail"]["sources"]
     assert not any("setup-copy" in s for s in sources) and len(sources) >= 1  # the copy repeats the original
     assert judged["skipped"] == 0 and judged["pairs"] == 2

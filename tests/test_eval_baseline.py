@@ -16,8 +16,11 @@ BASELINE = REPO / "eval" / "baseline"
 
 def _cases() -> list:  # type: ignore[type-arg]
     data = shared("claude-docs-qa")
-    return load_cases(data / "cases.jsonl", REPO / "eval/cases/claude-docs-key-facts.jsonl",
-                      REPO / "eval/cases/claude-docs-extra.jsonl")  # fmt: skip
+    return load_cases(
+        data / "cases.jsonl",
+        REPO / "eval/cases/claude-docs-key-facts.jsonl",
+        REPO / "eval/cases/claude-docs-extra.jsonl",
+    )
 
 
 def test_hybrid_retrieval_baseline_clears_its_floors() -> None:
@@ -86,8 +89,12 @@ def test_every_judged_pair_of_a_full_run_is_hand_graded_and_the_hand_scores_repr
 
     if not (BASELINE / f"{run}-hand").exists():
         pytest.skip(f"{run}-hand is not committed")
-    graded = [json.loads(line) for grades in sorted((REPO / "eval").glob("judge-grades*.jsonl"))
-              for line in grades.read_text(encoding="utf-8").splitlines() if line.strip()]  # fmt: skip
+    graded = [
+        json.loads(line)
+        for grades in sorted((REPO / "eval").glob("judge-grades*.jsonl"))
+        for line in grades.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     counts = hand_score(BASELINE / run, tmp_path / "hand", graded)
     assert counts["ungraded_cases"] == 0 and counts["graded_cases"] > 0
     assert read_run(tmp_path / "hand").metrics == read_run(BASELINE / f"{run}-hand").metrics

@@ -13,11 +13,19 @@ from conftest import REPO, shared
 
 def test_keyword_retrieval_clears_the_committed_floors(tmp_path: Path) -> None:
     data = shared("claude-docs-qa")
-    cases = load_cases(data / "cases.jsonl", REPO / "eval/cases/claude-docs-key-facts.jsonl",
-                       REPO / "eval/cases/claude-docs-extra.jsonl")  # fmt: skip
+    cases = load_cases(
+        data / "cases.jsonl",
+        REPO / "eval/cases/claude-docs-key-facts.jsonl",
+        REPO / "eval/cases/claude-docs-extra.jsonl",
+    )
     run_dir = tmp_path / "run"
-    result = run_retrieval_eval(data / "docs", cases, Settings(db=str(tmp_path / "x.db"), embedder="none"),
-                                mode="keyword", run_dir=run_dir)  # fmt: skip
+    result = run_retrieval_eval(
+        data / "docs",
+        cases,
+        Settings(db=str(tmp_path / "x.db"), embedder="none"),
+        mode="keyword",
+        run_dir=run_dir,
+    )
     assert result["cases"] == 60
     assert (
         result["file_recall@5"]["ci95"][0]
@@ -32,8 +40,13 @@ def test_japanese_keyword_retrieval_clears_its_floors(tmp_path: Path) -> None:
     data = shared("ja-developers-reference")
     cases = load_cases(data / "cases.jsonl")
     run_dir = tmp_path / "run"
-    result = run_retrieval_eval(data / "docs", cases, Settings(db=str(tmp_path / "x.db"), embedder="none"),
-                                mode="keyword", run_dir=run_dir)  # fmt: skip
+    result = run_retrieval_eval(
+        data / "docs",
+        cases,
+        Settings(db=str(tmp_path / "x.db"), embedder="none"),
+        mode="keyword",
+        run_dir=run_dir,
+    )
     assert result["cases"] == 30
     failures = check(run_dir, retrieval_cases(cases), REPO / "eval/floors-retrieval-ja.toml")
     assert not failures, failures

@@ -23,10 +23,15 @@ def test_every_done_has_exactly_the_typed_fields_and_every_event_a_defined_name(
     app = Citedocs(Settings(db=str(tmp_path / "index.sqlite3"), embedder="none"))
     app.add_folder(tmp_path / "docs")
     app.index()
-    replies = [Reply(tokens=["The server listens on port 8765 by default [1]."]),
-               Reply(tokens=["Clone it from GitHub [1]. Run python server.py [1]."])]  # fmt: skip
-    questions = ["Which port does the server listen on?", "How do I install the server?",
-                 "What is a good lasagna recipe with spinach?"]  # fmt: skip
+    replies = [
+        Reply(tokens=["The server listens on port 8765 by default [1]."]),
+        Reply(tokens=["Clone it from GitHub [1]. Run python server.py [1]."]),
+    ]
+    questions = [
+        "Which port does the server listen on?",
+        "How do I install the server?",
+        "What is a good lasagna recipe with spinach?",
+    ]
 
     async def main(url: str) -> list[list[tuple[str, dict[str, object]]]]:
         async with LLMClient(url, "scripted") as llm:

@@ -137,8 +137,9 @@ def test_cache_prompt_is_sent_only_to_a_server_that_showed_it_is_llama_cpp() -> 
             finishes = []
             async with LLMClient(server.base_url, "fake") as llm:
                 for _ in range(3):
-                    async for event in llm.stream_chat([{"role": "user", "content": "q"}], max_tokens=5,
-                                                       temperature=0):  # fmt: skip
+                    async for event in llm.stream_chat(
+                        [{"role": "user", "content": "q"}], max_tokens=5, temperature=0
+                    ):
                         if isinstance(event, Finish):
                             finishes.append(event)
             return finishes

@@ -22,8 +22,14 @@ def _env(db: Path, **extra: str) -> dict[str, str]:
 
 
 def _search(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "citedocs", "search", "rotate the logs", *args],
-                          capture_output=True, text=True, env=_env(db), timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "citedocs", "search", "rotate the logs", *args],
+        capture_output=True,
+        text=True,
+        env=_env(db),
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.fixture
@@ -32,16 +38,25 @@ def index(tmp_path: Path) -> Path:
     docs.mkdir()
     (docs / "logs.md").write_text("# Logs\n\nRotate the logs weekly with logrotate; keep 4 weeks.\n")
     db = tmp_path / "index.sqlite3"
-    subprocess.run([sys.executable, "-m", "citedocs", "add", str(docs)], env=_env(db, CITEDOCS_EMBEDDER="none"),
-                   check=True, capture_output=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "citedocs", "add", str(docs)],
+        env=_env(db, CITEDOCS_EMBEDDER="none"),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     return db
 
 
 def test_a_running_server_answers_the_cli_and_its_absence_is_noticed(index: Path) -> None:
     # The server runs keyword-only; the CLI's own default would add the one-off note: the note tells who answered.
-    server = subprocess.Popen([sys.executable, "-m", "citedocs", "serve", "--port", "0"], text=True,
-                              env=_env(index, CITEDOCS_EMBEDDER="none"), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT)  # fmt: skip
+    server = subprocess.Popen(
+        [sys.executable, "-m", "citedocs", "serve", "--port", "0"],
+        text=True,
+        env=_env(index, CITEDOCS_EMBEDDER="none"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         assert server.stdout is not None
         for line in server.stdout:
@@ -54,8 +69,14 @@ def test_a_running_server_answers_the_cli_and_its_absence_is_noticed(index: Path
         assert OFF in (served["note"] or "") and ONE_OFF_NOTE not in (served["note"] or "")
         text = _search(index)
         assert text.returncode == 0 and "logs.md" in text.stdout
-        traced = subprocess.run([sys.executable, "-X", "importtime", "-m", "citedocs", "search", "rotate the logs",
-                                 "--json"], capture_output=True, text=True, env=_env(index), timeout=120, check=True)  # fmt: skip
+        traced = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "citedocs", "search", "rotate the logs", "--json"],
+            capture_output=True,
+            text=True,
+            env=_env(index),
+            timeout=120,
+            check=True,
+        )
         assert (
             json.loads(traced.stdout) == served
         )  # answered before typer, pydantic or the library were imported

@@ -50,9 +50,14 @@ def test_size_cap_is_flagged_with_the_fix(tree: tuple[Path, Path]) -> None:
 
 @pytest.mark.parametrize(
     "attempt",
-    ["{root}/../secret/passwords.txt", "{outside}/passwords.txt", "../secret/passwords.txt", "{root}/link.txt",
-     "/etc/passwd"],
-)  # fmt: skip
+    [
+        "{root}/../secret/passwords.txt",
+        "{outside}/passwords.txt",
+        "../secret/passwords.txt",
+        "{root}/link.txt",
+        "/etc/passwd",
+    ],
+)
 def test_reads_outside_registered_folders_are_refused(tree: tuple[Path, Path], attempt: str) -> None:
     root, outside = tree
     os.symlink(outside / "passwords.txt", root / "link.txt")

@@ -69,9 +69,15 @@ def make_ods(path: Path) -> Path:
     doc = OpenDocumentSpreadsheet()
     for name, rows in (
         ("Budget", [["item", "cost"], ["servers", "1200"], ["coffee", "80"]]),
-        ("Quotas", [["quota", "limit"], *[[f"quota_{i}", str(i)] for i in range(2, 40)],
-                    ["uploads per hour", "narwhal 75"]]),
-    ):  # fmt: skip
+        (
+            "Quotas",
+            [
+                ["quota", "limit"],
+                *[[f"quota_{i}", str(i)] for i in range(2, 40)],
+                ["uploads per hour", "narwhal 75"],
+            ],
+        ),
+    ):
         table = Table(name=name)
         for cells in rows:
             row = TableRow()
@@ -119,18 +125,41 @@ def make_ipynb(path: Path) -> Path:
         "metadata": {"language_info": {"name": "python"}},
         "cells": [
             {"cell_type": "markdown", "metadata": {}, "source": ["# Churn analysis\n", "Loading the data."]},
-            {"cell_type": "code", "metadata": {}, "execution_count": 1, "source": "import pandas as pd\n",
-             "outputs": []},
-            {"cell_type": "markdown", "metadata": {}, "source": "## Cleaning\nDrop the rows without a customer id."},
-            {"cell_type": "code", "metadata": {}, "execution_count": 2,
-             "source": ["frame = pd.read_csv('customers.csv')\n", "frame = frame.dropna(subset=['customer_id'])"],
-             "outputs": [
-                 {"output_type": "stream", "name": "stdout", "text": ["dropped 42 rows of the axolotl export\n"]},
-                 {"output_type": "display_data", "data": {"image/png": "iVBORw0KGgo=", "text/html": "<b>x</b>"},
-                  "metadata": {}},
-             ]},
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "execution_count": 1,
+                "source": "import pandas as pd\n",
+                "outputs": [],
+            },
+            {
+                "cell_type": "markdown",
+                "metadata": {},
+                "source": "## Cleaning\nDrop the rows without a customer id.",
+            },
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "execution_count": 2,
+                "source": [
+                    "frame = pd.read_csv('customers.csv')\n",
+                    "frame = frame.dropna(subset=['customer_id'])",
+                ],
+                "outputs": [
+                    {
+                        "output_type": "stream",
+                        "name": "stdout",
+                        "text": ["dropped 42 rows of the axolotl export\n"],
+                    },
+                    {
+                        "output_type": "display_data",
+                        "data": {"image/png": "iVBORw0KGgo=", "text/html": "<b>x</b>"},
+                        "metadata": {},
+                    },
+                ],
+            },
         ],
-    }  # fmt: skip
+    }
     path.write_text(json.dumps(notebook), encoding="utf-8")
     return path
 
@@ -192,8 +221,14 @@ ALL_FORMATS = {
 
 def cli(*args: str, db: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, "CITEDOCS_DB": str(db), "CITEDOCS_EMBEDDER": "none", **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "citedocs", *args], capture_output=True, text=True, env=full,
-                          timeout=240, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "citedocs", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=240,
+        check=False,
+    )
     assert proc.returncode == 0, f"citedocs {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}"
     return proc
 
@@ -294,8 +329,14 @@ def test_the_type_filter_takes_each_new_format(indexed: tuple[Path, Path]) -> No
     assert _search(db, "pelican", "pptx") == []
     hits = json.loads(cli("search", "pelican", "--type", "csv", "--json", db=db).stdout)["hits"]
     assert [Path(h["path"]).name for h in hits] == ["regions.csv"]
-    for fmt, word in (("xlsx", "zeppelin"), ("ods", "narwhal"), ("odt", "walrus"), ("ipynb", "axolotl"),
-                      ("epub", "quokka"), ("tsv", "pelican")):  # fmt: skip
+    for fmt, word in (
+        ("xlsx", "zeppelin"),
+        ("ods", "narwhal"),
+        ("odt", "walrus"),
+        ("ipynb", "axolotl"),
+        ("epub", "quokka"),
+        ("tsv", "pelican"),
+    ):
         assert _search(db, word, fmt), fmt
 
 
@@ -303,8 +344,11 @@ def test_the_type_filter_takes_each_new_format(indexed: tuple[Path, Path]) -> No
 def test_every_chunk_of_a_sheet_repeats_the_header_and_rows_do_not_overlap(tmp_path: Path) -> None:
     from citedocs.chunker import chunk_segments
 
-    chunks = [c for c in chunk_segments(parse_file(make_xlsx(tmp_path / "l.xlsx", rows=600)).segments)
-              if c.heading == "Limits"]  # fmt: skip
+    chunks = [
+        c
+        for c in chunk_segments(parse_file(make_xlsx(tmp_path / "l.xlsx", rows=600)).segments)
+        if c.heading == "Limits"
+    ]
     assert len(chunks) > 10
     previous_end = 0
     for chunk in chunks:
@@ -324,8 +368,14 @@ def test_csv_chunks_span_the_file_lines_of_their_rows(tmp_path: Path) -> None:
     path = tmp_path / "multi.csv"
     path.write_text('id,comment\n1,"two\nlines"\n\n3,plain\n4,"x | y"\n', encoding="utf-8")
     doc = parse_file(path)
-    assert doc.text.split("\n") == ["| id | comment |", "| 1 | two lines |", "", "", "| 3 | plain |",
-                                    "| 4 | x \\| y |"]  # fmt: skip
+    assert doc.text.split("\n") == [
+        "| id | comment |",
+        "| 1 | two lines |",
+        "",
+        "",
+        "| 3 | plain |",
+        "| 4 | x \\| y |",
+    ]
     [chunk] = chunk_segments(doc.segments)
     assert (chunk.line_start, chunk.line_end) == (2, 6)
     assert chunk.text == "| id | comment |\n| --- | --- |\n| 1 | two lines |\n| 3 | plain |\n| 4 | x \\| y |"
@@ -399,9 +449,20 @@ def test_a_malformed_notebook_is_a_clear_failure(body: str, message: str) -> Non
 
 
 def test_a_notebook_with_odd_cells_keeps_what_it_can(tmp_path: Path) -> None:
-    odd = {"cells": [7, {"cell_type": "code", "source": 5, "outputs": "x"}, {"cell_type": "raw", "source": ["kept"]},
-                     {"cell_type": "code", "source": "print(1)", "outputs": [{"output_type": "error", "ename": "E",
-                      "evalue": "boom", "traceback": ["\x1b[31m..."]}]}]}  # fmt: skip
+    odd = {
+        "cells": [
+            7,
+            {"cell_type": "code", "source": 5, "outputs": "x"},
+            {"cell_type": "raw", "source": ["kept"]},
+            {
+                "cell_type": "code",
+                "source": "print(1)",
+                "outputs": [
+                    {"output_type": "error", "ename": "E", "evalue": "boom", "traceback": ["\x1b[31m..."]}
+                ],
+            },
+        ]
+    }
     doc = parse_bytes(json.dumps(odd).encode(), "odd.ipynb")
     assert "kept" in doc.text and "E: boom" in doc.text and "\x1b" not in doc.text
     assert [s.headings for s in doc.segments][-1] == ("cell 4",)
@@ -448,10 +509,11 @@ def test_japanese_rows_and_slides_are_found_by_japanese_queries(tmp_path: Path) 
     folder = tmp_path / "ja"
     folder.mkdir()
     (folder / "設定.csv").write_text(
-        "項目,値,説明\n" + "".join(f"項目{i},{i},通常の行です\n" for i in range(2, 60))
+        "項目,値,説明\n"
+        + "".join(f"項目{i},{i},通常の行です\n" for i in range(2, 60))
         + "最大接続数,100,接続数の上限を超えるとサーバーは新しい接続を拒否します\n",
         encoding="utf-8",
-    )  # fmt: skip
+    )
     deck = pptx.Presentation()
     slide = deck.slides.add_slide(deck.slide_layouts[1])
     slide.shapes.title.text = "バックアップ手順"

@@ -68,11 +68,18 @@ PRETRAINED_QUESTION = (
     "final version of Claude available through Anthropic's API?"
 )
 PRETRAINING = Hit(
-    "g1", "/docs/glossary.md", "/docs", "Glossary > Pretraining", None, 40, 48, 0.1,
+    "g1",
+    "/docs/glossary.md",
+    "/docs",
+    "Glossary > Pretraining",
+    None,
+    40,
+    48,
+    0.1,
     "Pretraining is the initial process of training language models on a large unlabeled corpus of text. In "
     "Claude's case, autoregressive language models (like Claude's underlying model) are pretrained to predict "
     "the next word.",
-)  # fmt: skip
+)
 
 
 def test_a_long_question_passes_on_the_terms_one_passage_holds_not_only_their_share() -> None:

@@ -91,9 +91,16 @@ def test_posts_errors_refusals_and_mcp_carry_the_headers(served: tuple[str, list
         foreign = client.get("/status", headers={"Host": "evil.example"})
         assert foreign.status_code >= 400
         assert_secured(foreign)
-        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                 "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                            "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
         mcp = client.post("/mcp", json=hello, headers={"Accept": "application/json, text/event-stream"})
         assert mcp.status_code == 200
         assert_secured(mcp)

@@ -61,13 +61,29 @@ def test_bomb_fifo_and_200_files_index_with_reasons_and_bounded_memory(tmp_path:
     docx_bomb(folder / "bomb.docx")
     assert (folder / "bomb.docx").stat().st_size < 3 * MB
     os.mkfifo(folder / "pipe.md")
-    measure = "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); " \
-              "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(r.returncode)"  # fmt: skip
+    measure = (
+        "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(r.returncode)"
+    )
     done = subprocess.run(
-        [sys.executable, "-c", measure, sys.executable, "-m", "citedocs", "add", str(folder), "--json",
-         "--db", str(tmp_path / "index.sqlite3")],
-        capture_output=True, text=True, timeout=280, env={**os.environ, "CITEDOCS_EMBEDDER": "none"},
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            measure,
+            sys.executable,
+            "-m",
+            "citedocs",
+            "add",
+            str(folder),
+            "--json",
+            "--db",
+            str(tmp_path / "index.sqlite3"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        env={**os.environ, "CITEDOCS_EMBEDDER": "none"},
+    )
     assert done.returncode == 0, done.stderr
     [report] = json.loads(done.stdout)
     failures = {f["path"]: f["reason"] for f in report["failures"]}

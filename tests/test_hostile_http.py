@@ -21,13 +21,32 @@ from typing import Any
 import httpx
 import pytest
 
-ROUTES = ["/", "/ask", "/search", "/stats", "/healthz", "/mcp", "/mcp/", "/static/app.js", "/docs",
-          "/openapi.json"]  # fmt: skip
-BODIES: dict[str, Any] = {"/ask": {"question": "Which port does the server listen on?"},
-                          "/search": {"query": "listens port"}}  # fmt: skip
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                         "clientInfo": {"name": "hostile", "version": "1"}}}  # fmt: skip
+ROUTES = [
+    "/",
+    "/ask",
+    "/search",
+    "/stats",
+    "/healthz",
+    "/mcp",
+    "/mcp/",
+    "/static/app.js",
+    "/docs",
+    "/openapi.json",
+]
+BODIES: dict[str, Any] = {
+    "/ask": {"question": "Which port does the server listen on?"},
+    "/search": {"query": "listens port"},
+}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "hostile", "version": "1"},
+    },
+}
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 DOC_TEXT = "listens on port 8765"
 
@@ -38,11 +57,18 @@ def serve_command(*args: str) -> list[str]:
 
 def start(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.Popen[str], Path]:
     log = tmp_path / f"serve-{time.monotonic_ns()}.log"
-    full_env = {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.sqlite3"), "CITEDOCS_EMBEDDER": "none",
-                "CITEDOCS_HTTP_HEADER_TIMEOUT_S": "1", "CITEDOCS_HTTP_BODY_TIMEOUT_S": "1", **env}  # fmt: skip
+    full_env = {
+        **os.environ,
+        "CITEDOCS_DB": str(tmp_path / "index.sqlite3"),
+        "CITEDOCS_EMBEDDER": "none",
+        "CITEDOCS_HTTP_HEADER_TIMEOUT_S": "1",
+        "CITEDOCS_HTTP_BODY_TIMEOUT_S": "1",
+        **env,
+    }
     with log.open("w", encoding="utf-8") as out:
-        proc = subprocess.Popen(serve_command(*args), env=full_env, stdout=out, stderr=subprocess.STDOUT,
-                                text=True)  # fmt: skip
+        proc = subprocess.Popen(
+            serve_command(*args), env=full_env, stdout=out, stderr=subprocess.STDOUT, text=True
+        )
     return proc, log
 
 
@@ -126,8 +152,9 @@ def test_mcp_answers_at_both_paths_without_a_redirect(server: tuple[str, int], r
     assert "citedocs" in response.text
 
 
-@pytest.mark.parametrize(("route", "field"), [("/search", "source"), ("/search", "file_type"),
-                                              ("/ask", "source")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("route", "field"), [("/search", "source"), ("/search", "file_type"), ("/ask", "source")]
+)
 def test_nul_bytes_in_names_are_a_422_that_says_what_to_send(
     server: tuple[str, int], route: str, field: str
 ) -> None:
@@ -142,8 +169,10 @@ def test_nul_bytes_in_names_are_a_422_that_says_what_to_send(
 def test_a_trickled_body_is_cut_with_408(server: tuple[str, int]) -> None:
     _, port = server
     with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.sendall(b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: 200\r\n\r\n{")  # fmt: skip
+        sock.sendall(
+            b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 200\r\n\r\n{"
+        )
         sock.settimeout(0.2)
         received = b""
         for _ in range(100):  # a byte every 0.2 s: 20 s unless cut

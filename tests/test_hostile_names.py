@@ -35,8 +35,9 @@ def bad_folder(tmp_path: Path) -> Path:
 
 
 def citedocs(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "citedocs", *args], env=env, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "citedocs", *args], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_names_are_shown_as_utf8_and_ids_never_raise() -> None:

@@ -22,8 +22,12 @@ def test_keep_alive_round_trips_are_not_delayed_by_nagle(tmp_path: Path) -> None
     log = tmp_path / "serve.log"
     env = {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.sqlite3"), "CITEDOCS_EMBEDDER": "none"}
     with log.open("w", encoding="utf-8") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "citedocs", "serve", "--port", "0"], env=env, stdout=out,
-                                stderr=subprocess.STDOUT)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "citedocs", "serve", "--port", "0"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         deadline = time.monotonic() + 120
         while not (

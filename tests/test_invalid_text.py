@@ -72,8 +72,13 @@ def _read_line(proc: subprocess.Popen[bytes], timeout: float = 30) -> bytes:
 
 def test_mcp_stdio_answers_a_call_with_a_lone_surrogate_under_its_id(tmp_path: Path) -> None:
     env = {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.sqlite3"), "CITEDOCS_EMBEDDER": "none"}
-    proc = subprocess.Popen([sys.executable, "-m", "citedocs", "mcp"], env=env, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "citedocs", "mcp"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdin is not None
     try:
         hello = {

@@ -84,9 +84,19 @@ def test_rankings_and_scores_equal_fts5_on_english_and_japanese_documents(corpus
 
 def _chunk(i: int, text: str, heading: str = "Guide") -> ChunkRecord:
     return ChunkRecord(
-        f"c{i}", i, heading, None, None, i, i, text, f"sha{i}", 3,
-        " ".join(analyse(heading)), " ".join(analyse(text)),
-    )  # fmt: skip
+        f"c{i}",
+        i,
+        heading,
+        None,
+        None,
+        i,
+        i,
+        text,
+        f"sha{i}",
+        3,
+        " ".join(analyse(heading)),
+        " ".join(analyse(text)),
+    )
 
 
 def _doc(path: str, fmt: str = "markdown", sha: str = "x") -> DocumentRecord:

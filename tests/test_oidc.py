@@ -84,8 +84,16 @@ class Issuer:
     def token(self, kid: str, groups: list[str], **claims: Any) -> str:
         key = self.keys[kid]
         now = int(time.time())
-        payload = {"iss": self.url, "aud": AUDIENCE, "sub": "u-1", "email": "alice@example.com",
-                   "groups": groups, "iat": now, "exp": now + 300, **claims}  # fmt: skip
+        payload = {
+            "iss": self.url,
+            "aud": AUDIENCE,
+            "sub": "u-1",
+            "email": "alice@example.com",
+            "groups": groups,
+            "iat": now,
+            "exp": now + 300,
+            **claims,
+        }
         alg = "RS256" if isinstance(key, rsa.RSAPrivateKey) else "ES256"
         return jwt.encode(payload, key, algorithm=alg, headers={"kid": kid})
 
@@ -128,24 +136,42 @@ def _forged_hs256(issuer: Issuer, kid: str) -> str:
     )
     header = _b64(json.dumps({"alg": "HS256", "typ": "JWT", "kid": kid}).encode())
     now = int(time.time())
-    body = _b64(json.dumps({"iss": issuer.url, "aud": AUDIENCE, "sub": "mallory", "groups": ["admins"],
-                            "exp": now + 300}).encode())  # fmt: skip
+    body = _b64(
+        json.dumps(
+            {"iss": issuer.url, "aud": AUDIENCE, "sub": "mallory", "groups": ["admins"], "exp": now + 300}
+        ).encode()
+    )
     signature = hmac.new(public, f"{header}.{body}".encode(), hashlib.sha256).digest()
     return f"{header}.{body}.{_b64(signature)}"
 
 
 def _unsigned(issuer: Issuer, kid: str) -> str:
     header = _b64(json.dumps({"alg": "none", "typ": "JWT", "kid": kid}).encode())
-    body = _b64(json.dumps({"iss": issuer.url, "aud": AUDIENCE, "sub": "mallory", "groups": ["admins"],
-                            "exp": int(time.time()) + 300}).encode())  # fmt: skip
+    body = _b64(
+        json.dumps(
+            {
+                "iss": issuer.url,
+                "aud": AUDIENCE,
+                "sub": "mallory",
+                "groups": ["admins"],
+                "exp": int(time.time()) + 300,
+            }
+        ).encode()
+    )
     return f"{header}.{body}."
 
 
 @contextlib.contextmanager
 def sso_server(team: dict[str, Any], issuer: Issuer, **extra: str) -> Iterator[str]:
-    env = {**team["env"], "CITEDOCS_AUTH": "tokens", "CITEDOCS_OIDC_ISSUER": issuer.url,
-           "CITEDOCS_OIDC_AUDIENCE": AUDIENCE, "CITEDOCS_ALLOWED_PRIVATE_HOSTS": "127.0.0.1",
-           "CITEDOCS_OIDC_GROUPS": f"support=ask:{team['alpha']};admins=admin", **extra}  # fmt: skip
+    env = {
+        **team["env"],
+        "CITEDOCS_AUTH": "tokens",
+        "CITEDOCS_OIDC_ISSUER": issuer.url,
+        "CITEDOCS_OIDC_AUDIENCE": AUDIENCE,
+        "CITEDOCS_ALLOWED_PRIVATE_HOSTS": "127.0.0.1",
+        "CITEDOCS_OIDC_GROUPS": f"support=ask:{team['alpha']};admins=admin",
+        **extra,
+    }
     with serving(env, team["tmp"] / "serve.log") as url:
         yield url
 
@@ -167,11 +193,17 @@ def test_a_signed_in_group_member_sees_only_the_groups_folder_and_forged_tokens_
             assert own.json()["hits"] and all("alpha" in h["path"] for h in own.json()["hits"])
             other = _search(url, support, "vermilion contract renews")
             assert other.status_code == 200 and other.json()["hits"] == [] and "penalty" not in other.text
-            read = httpx.get(f"{url}/read", params={"path": str(team["bravo"] / "doc.md")},
-                             headers={"Authorization": f"Bearer {support}"})  # fmt: skip
+            read = httpx.get(
+                f"{url}/read",
+                params={"path": str(team["bravo"] / "doc.md")},
+                headers={"Authorization": f"Bearer {support}"},
+            )
             assert read.status_code in (403, 404) and "penalty" not in read.text
-            add = httpx.post(f"{url}/sources", json={"path": str(team["tmp"])},
-                             headers={"Authorization": f"Bearer {support}"})  # fmt: skip
+            add = httpx.post(
+                f"{url}/sources",
+                json={"path": str(team["tmp"])},
+                headers={"Authorization": f"Bearer {support}"},
+            )
             assert add.status_code == 403 and "admin" in add.json()["error"]["hint"]
             assert _search(url, issuer.token("e1", ["admins"]), "contract").json()[
                 "hits"
@@ -233,9 +265,14 @@ def test_a_signed_in_group_member_sees_only_the_groups_folder_and_forged_tokens_
 def test_an_issuer_on_a_private_address_is_refused_unless_allowed(tmp_path: Path) -> None:
     with Issuer() as issuer:
         issuer.new_key("k1")
-        settings = Settings(db=str(tmp_path / "i.sqlite3"), embedder="none", auth="tokens",
-                            oidc_issuer=issuer.url.replace("http:", "https:"), oidc_audience=AUDIENCE,
-                            oidc_groups="support=ask")  # fmt: skip
+        settings = Settings(
+            db=str(tmp_path / "i.sqlite3"),
+            embedder="none",
+            auth="tokens",
+            oidc_issuer=issuer.url.replace("http:", "https:"),
+            oidc_audience=AUDIENCE,
+            oidc_groups="support=ask",
+        )
         verifier = OidcVerifier.from_settings(settings)
         with pytest.raises(UnsafeURLError, match="CITEDOCS_ALLOWED_PRIVATE_HOSTS"):
             verifier.verify(issuer.token("k1", ["support"]))

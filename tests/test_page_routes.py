@@ -21,9 +21,17 @@ from fakes.live_server import live_server
 from fakes.openai_server import FakeOpenAI
 
 CORRUPT_PDF = b"%PDF-1.7\n1 0 obj << /Type /Catalog >> garbage that is not a PDF at all\n"
-NEW_ROUTES = [("GET", "/sources"), ("GET", "/jobs"), ("GET", "/status"), ("GET", "/read?path=/x"),
-              ("GET", "/help/models"), ("POST", "/sources"), ("POST", "/sites"), ("POST", "/sources/remove"),
-              ("POST", "/sources/reindex")]  # fmt: skip
+NEW_ROUTES = [
+    ("GET", "/sources"),
+    ("GET", "/jobs"),
+    ("GET", "/status"),
+    ("GET", "/read?path=/x"),
+    ("GET", "/help/models"),
+    ("POST", "/sources"),
+    ("POST", "/sites"),
+    ("POST", "/sources/remove"),
+    ("POST", "/sources/reindex"),
+]
 
 
 def write_docs(folder: Path) -> Path:
@@ -126,8 +134,9 @@ def test_bad_folders_are_refused_with_what_to_do(tmp_path: Path, body: Any, stat
 def test_writes_take_json_only(tmp_path: Path) -> None:
     """A cross-site form post (text/plain, no preflight) cannot register a folder."""
     with serving(tmp_path, index=False) as url:
-        response = httpx.post(url + "/sources", content=f'{{"path": "{tmp_path}"}}',
-                              headers={"content-type": "text/plain"})  # fmt: skip
+        response = httpx.post(
+            url + "/sources", content=f'{{"path": "{tmp_path}"}}', headers={"content-type": "text/plain"}
+        )
         assert response.status_code == 422
         assert httpx.get(url + "/sources").json()["sources"] == []
 
@@ -148,8 +157,12 @@ def test_read_only_servers_refuse_every_write(
         listed = httpx.get(url + "/sources").json()
         assert listed["writable"] is writable
         assert httpx.get(url + "/status").json()["writable"] is writable
-        for path, body in [("/sources", {"path": str(tmp_path)}), ("/sources/remove", {"name": "x"}),
-                           ("/sources/reindex", {}), ("/sites", {"name": "a", "url": "https://a.example/llms.txt"})]:  # fmt: skip
+        for path, body in [
+            ("/sources", {"path": str(tmp_path)}),
+            ("/sources/remove", {"name": "x"}),
+            ("/sources/reindex", {}),
+            ("/sites", {"name": "a", "url": "https://a.example/llms.txt"}),
+        ]:
             response = httpx.post(url + path, json=body)
             if writable:
                 assert response.status_code != 403, response.text
@@ -243,9 +256,17 @@ def test_status_names_the_model_and_whether_it_answers(tmp_path: Path) -> None:
         with serving(tmp_path, llm=llm) as url:
             up = httpx.get(url + "/status").json()["llm"]
         asyncio.run(llm.aclose())
-    assert up == {"configured": True, "state": "external", "model": "scripted-model",
-                  "base_url": fake.base_url, "reachable": True, "error": None,
-                  "can_answer": True, "problem": None, "next_step": None}  # fmt: skip
+    assert up == {
+        "configured": True,
+        "state": "external",
+        "model": "scripted-model",
+        "base_url": fake.base_url,
+        "reachable": True,
+        "error": None,
+        "can_answer": True,
+        "problem": None,
+        "next_step": None,
+    }
     gone = LLMClient("http://127.0.0.1:9/v1", "nobody-home")
     with serving(tmp_path / "b", index=False, llm=gone) as url:
         down = httpx.get(url + "/status").json()["llm"]

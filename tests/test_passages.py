@@ -7,8 +7,19 @@ from citedocs.hits import Hit
 
 
 def hit(text: str, n: int, kind: str = "passage") -> Hit:
-    return Hit(chunk_id=str(n), path=f"doc{n}.md", source="docs", heading="", page=None, line_start=1,
-               line_end=3, score=1.0 / n, text=text, snippet="", kind=kind)  # type: ignore[arg-type]  # fmt: skip
+    return Hit(
+        chunk_id=str(n),
+        path=f"doc{n}.md",
+        source="docs",
+        heading="",
+        page=None,
+        line_start=1,
+        line_end=3,
+        score=1.0 / n,
+        text=text,
+        snippet="",
+        kind=kind,
+    )  # type: ignore[arg-type]
 
 
 LIMITS = "View your organization's rate limits in the Rate Limits tab of the Claude Console."

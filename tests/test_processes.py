@@ -33,8 +33,9 @@ def docs_folder(tmp_path: Path) -> Path:
         "port 8765 by default.\n",
         encoding="utf-8",
     )
-    (docs / "config.md").write_text("# Configuration\n\nSet CITEDOCS_MAX_CONCURRENT to limit answers.\n",
-                                    encoding="utf-8")  # fmt: skip
+    (docs / "config.md").write_text(
+        "# Configuration\n\nSet CITEDOCS_MAX_CONCURRENT to limit answers.\n", encoding="utf-8"
+    )
     return docs
 
 
@@ -43,25 +44,43 @@ def rpc(n: int, method: str, **params: Any) -> str:
 
 
 HANDSHAKE = [
-    rpc(1, "initialize", protocolVersion="2025-06-18", capabilities={},
-        clientInfo={"name": "pipe", "version": "1"}),
+    rpc(
+        1,
+        "initialize",
+        protocolVersion="2025-06-18",
+        capabilities={},
+        clientInfo={"name": "pipe", "version": "1"},
+    ),
     json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("command", [["-m", "citedocs", "mcp"], ["-m", "citedocs.mcp"]])
 def test_mcp_with_stdin_closed_at_once_exits_0(tmp_path: Path, command: list[str]) -> None:
-    proc = subprocess.run([sys.executable, *command], stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, env=env_for(tmp_path), timeout=120, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, *command],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env_for(tmp_path),
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "terminate called" not in proc.stderr and "Traceback" not in proc.stderr
 
 
 def run_mcp(tmp_path: Path, lines: list[str]) -> dict[Any, dict[str, Any]]:
     """Pipe `lines` into `citedocs mcp` (stdin closes right after them); the replies by id."""
-    proc = subprocess.run([sys.executable, "-m", "citedocs", "mcp"], input="\n".join(lines) + "\n",
-                          capture_output=True, text=True, env=env_for(tmp_path), timeout=120,
-                          check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "citedocs", "mcp"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        env=env_for(tmp_path),
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0 and "terminate called" not in proc.stderr, proc.stderr
     replies = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     return {reply.get("id"): reply for reply in replies}
@@ -69,13 +88,16 @@ def run_mcp(tmp_path: Path, lines: list[str]) -> dict[Any, dict[str, Any]]:
 
 def test_mcp_answers_every_piped_request_before_it_exits(tmp_path: Path) -> None:
     docs = docs_folder(tmp_path)
-    replies = run_mcp(tmp_path, [
-        *HANDSHAKE,
-        rpc(2, "tools/call", name="add_folder", arguments={"path": str(docs)}),
-        rpc(3, "tools/call", name="list_folders", arguments={}),
-        rpc(4, "tools/list"),
-        rpc(5, "prompts/get", name="summarize"),
-    ])  # fmt: skip
+    replies = run_mcp(
+        tmp_path,
+        [
+            *HANDSHAKE,
+            rpc(2, "tools/call", name="add_folder", arguments={"path": str(docs)}),
+            rpc(3, "tools/call", name="list_folders", arguments={}),
+            rpc(4, "tools/list"),
+            rpc(5, "prompts/get", name="summarize"),
+        ],
+    )
     assert set(replies) == {1, 2, 3, 4, 5}
     assert replies[2]["result"]["isError"] is False
     assert any(tool["name"] == "read_file" for tool in replies[4]["result"]["tools"])
@@ -87,13 +109,16 @@ def test_mcp_answers_every_piped_request_before_it_exits(tmp_path: Path) -> None
 
 def test_mcp_refuses_nul_bytes_in_paths_with_a_tool_error_that_says_what_to_do(tmp_path: Path) -> None:
     docs = docs_folder(tmp_path)
-    replies = run_mcp(tmp_path, [
-        *HANDSHAKE,
-        rpc(2, "tools/call", name="add_folder", arguments={"path": str(docs)}),
-        rpc(3, "tools/call", name="read_file", arguments={"path": f"{docs}/install.md\x00.png"}),
-        rpc(4, "tools/call", name="add_folder", arguments={"path": f"{docs}\x00"}),
-        rpc(5, "tools/call", name="search", arguments={"query": "port", "folder": f"{docs}\x00"}),
-    ])  # fmt: skip
+    replies = run_mcp(
+        tmp_path,
+        [
+            *HANDSHAKE,
+            rpc(2, "tools/call", name="add_folder", arguments={"path": str(docs)}),
+            rpc(3, "tools/call", name="read_file", arguments={"path": f"{docs}/install.md\x00.png"}),
+            rpc(4, "tools/call", name="add_folder", arguments={"path": f"{docs}\x00"}),
+            rpc(5, "tools/call", name="search", arguments={"query": "port", "folder": f"{docs}\x00"}),
+        ],
+    )
     assert replies[2]["result"]["isError"] is False
     for n, name in ((3, "path"), (4, "path"), (5, "folder")):
         result = replies[n]["result"]
@@ -106,15 +131,26 @@ def test_mcp_refuses_nul_bytes_in_paths_with_a_tool_error_that_says_what_to_do(t
 def indexed(tmp_path: Path) -> Path:
     docs = docs_folder(tmp_path)
     env = env_for(tmp_path, CITEDOCS_EMBEDDER="none")
-    subprocess.run([sys.executable, "-m", "citedocs", "add", str(docs)], env=env, capture_output=True,
-                   check=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "citedocs", "add", str(docs)],
+        env=env,
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
     return docs
 
 
 def ask(tmp_path: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = env_for(tmp_path, CITEDOCS_EMBEDDER="none", CITEDOCS_LLM_BASE_URL=url)
-    return subprocess.run([sys.executable, "-m", "citedocs", "ask", QUESTION, *args], env=env,
-                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "citedocs", "ask", QUESTION, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_ask_streams_the_answer_and_prints_the_checked_citation(tmp_path: Path, indexed: Path) -> None:
@@ -166,11 +202,22 @@ def test_ask_on_an_embedded_index_exits_cleanly_after_loading_the_model(tmp_path
     runtime is still starting ("terminate called", exit 134, as the smoke run once found)."""
     docs = docs_folder(tmp_path)
     env = env_for(tmp_path)
-    subprocess.run([sys.executable, "-m", "citedocs", "add", str(docs), "--wait"], env=env, capture_output=True,
-                   check=True, timeout=300)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "citedocs", "add", str(docs), "--wait"],
+        env=env,
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
     with FakeOpenAI([Reply(tokens=ANSWER)]) as fake:
-        proc = subprocess.run([sys.executable, "-m", "citedocs", "ask", QUESTION, "--json"], capture_output=True,
-                              text=True, timeout=300, check=False, env={**env, "CITEDOCS_LLM_BASE_URL": fake.base_url})  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-m", "citedocs", "ask", QUESTION, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+            env={**env, "CITEDOCS_LLM_BASE_URL": fake.base_url},
+        )
     assert proc.returncode == 0 and "terminate called" not in proc.stderr, proc.stderr
     data = json.loads(proc.stdout)
     assert data["note"] is None and data["citations"] == [1]  # hybrid retrieval: no "keyword results" note
@@ -186,12 +233,15 @@ def test_mcp_server_info_carries_the_package_version(tmp_path: Path) -> None:
 
 
 def test_out_of_range_mcp_arguments_are_a_plain_tool_error(tmp_path: Path) -> None:
-    replies = run_mcp(tmp_path, [
-        *HANDSHAKE,
-        rpc(2, "tools/call", name="search", arguments={"query": "port", "top_k": 999}),
-        rpc(3, "tools/call", name="search", arguments={"query": "port", "top_k": 0}),
-        rpc(4, "tools/call", name="search", arguments={"query": "port", "top_k": "many"}),
-    ])  # fmt: skip
+    replies = run_mcp(
+        tmp_path,
+        [
+            *HANDSHAKE,
+            rpc(2, "tools/call", name="search", arguments={"query": "port", "top_k": 999}),
+            rpc(3, "tools/call", name="search", arguments={"query": "port", "top_k": 0}),
+            rpc(4, "tools/call", name="search", arguments={"query": "port", "top_k": "many"}),
+        ],
+    )
     texts = [replies[n]["result"]["content"][0]["text"] for n in (2, 3, 4)]
     assert all(replies[n]["result"]["isError"] for n in (2, 3, 4))
     assert "top_k must be at most 50 (got 999)" in texts[0] and "top_k must be at least 1 (got 0)" in texts[1]

@@ -40,8 +40,12 @@ def test_quotes_are_verbatim_cited_and_located() -> None:
         assert LIMITS.text[q.start : q.end] == q.text and q.n == 1
     first = quotes[0].to_dict()
     assert (first["n"], first["path"], first["line"], first["page"], first["url"]) == (
-        1, "/docs/limits.md", 11, None, None,
-    )  # fmt: skip
+        1,
+        "/docs/limits.md",
+        11,
+        None,
+        None,
+    )
     assert all("Bananas" not in q.text for q in quotes)
 
 
@@ -94,8 +98,9 @@ def test_prompt_passages_recovers_what_the_model_read() -> None:
     recovered = prompt_passages(messages)
     assert [h.text for h in recovered] == [h.text for h in hits]
     assert [(h.path, h.heading, h.line_start, h.line_end) for h in recovered] == [
-        ("limits.md", "Limits", 10, 13), ("retry.md", "Retries", 10, 10),
-    ]  # fmt: skip
+        ("limits.md", "Limits", 10, 13),
+        ("retry.md", "Retries", 10, 10),
+    ]
 
 
 @pytest.mark.parametrize("run_dir", RUNS, ids=[r.name for r in RUNS])

@@ -30,8 +30,14 @@ READ_ONLY = [
 
 def citedocs(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, "CITEDOCS_EMBEDDER": "none", "COLUMNS": "200", **env}
-    return subprocess.run([sys.executable, "-m", "citedocs", *args], capture_output=True, text=True, env=full,
-                          timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "citedocs", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=120,
+        check=False,
+    )
 
 
 def one_file_index(tmp_path: Path) -> Path:
@@ -81,8 +87,14 @@ def test_status_asks_the_running_server_for_its_embedder_and_model(tmp_path: Pat
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with FakeOpenAI() as model:
-        env = {**os.environ, "CITEDOCS_DB": str(db), "CITEDOCS_EMBEDDER": "none", "CITEDOCS_WATCH": "false",
-               "CITEDOCS_LLM_BASE_URL": model.base_url, "CITEDOCS_LLM_MODEL": "served-model"}  # fmt: skip
+        env = {
+            **os.environ,
+            "CITEDOCS_DB": str(db),
+            "CITEDOCS_EMBEDDER": "none",
+            "CITEDOCS_WATCH": "false",
+            "CITEDOCS_LLM_BASE_URL": model.base_url,
+            "CITEDOCS_LLM_MODEL": "served-model",
+        }
         command = [sys.executable, "-m", "citedocs", "serve", "--port", str(port)]
         with live_process(command, env, tmp_path / "serve.log", url) as server:
             shown = citedocs("status", "--db", str(db))

@@ -35,8 +35,14 @@ def test_the_demo_serves_the_sample_docs_and_leaves_the_default_index_alone(tmp_
     assert serve[0] == ".venv/bin/citedocs"
     shutil.copytree(REPO / "examples" / "sample-docs", tmp_path / "examples" / "sample-docs")
     env = {**os.environ, "CITEDOCS_PORT": "0", "CITEDOCS_EMBEDDER": "none"}  # no fixed port in tests
-    proc = subprocess.Popen([sys.executable, "-m", "citedocs", *serve[1:]], cwd=tmp_path, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "citedocs", *serve[1:]],
+        cwd=tmp_path,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         assert proc.stdout is not None
         url = ""
@@ -45,8 +51,11 @@ def test_the_demo_serves_the_sample_docs_and_leaves_the_default_index_alone(tmp_
                 url = match.group(1)
                 break
         assert url, "citedocs serve did not say where it serves"
-        request = urllib.request.Request(url + "/search", data=json.dumps({"query": "Lumen", "k": 3}).encode(),
-                                         headers={"Content-Type": "application/json"})  # fmt: skip
+        request = urllib.request.Request(
+            url + "/search",
+            data=json.dumps({"query": "Lumen", "k": 3}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         hits = json.loads(urllib.request.urlopen(request, timeout=60).read())["hits"]
         assert hits and all("sample-docs" in hit["path"] for hit in hits)
     finally:

@@ -55,11 +55,24 @@ def test_two_replicas_on_one_postgres_answer_as_one_service(pg_url: str, tmp_pat
     (docs / "tls.md").write_text("# Certificates\n\nCertificates renew thirty days early.\n")
     (docs / "net.md").write_text("# Network\n\nThe daemon listens on port 7420.\n")
     (more / "airships.md").write_text("# Airships\n\nThe zeppelin mooring mast is on the roof.\n")
-    env = {**os.environ, "CITEDOCS_DB": pg_url, "CITEDOCS_EMBEDDER": "none", "CITEDOCS_INDEX_ON_START": "false",
-           "CITEDOCS_RELEVANCE_THRESHOLD": "0", "CITEDOCS_MAX_CONCURRENT": "3",
-           "CITEDOCS_CONFIG": str(tmp_path / "none.toml")}  # fmt: skip
-    added = subprocess.run([sys.executable, "-m", "citedocs", "add", str(docs)], env=env, cwd=tmp_path,
-                           capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    env = {
+        **os.environ,
+        "CITEDOCS_DB": pg_url,
+        "CITEDOCS_EMBEDDER": "none",
+        "CITEDOCS_INDEX_ON_START": "false",
+        "CITEDOCS_RELEVANCE_THRESHOLD": "0",
+        "CITEDOCS_MAX_CONCURRENT": "3",
+        "CITEDOCS_CONFIG": str(tmp_path / "none.toml"),
+    }
+    added = subprocess.run(
+        [sys.executable, "-m", "citedocs", "add", str(docs)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert added.returncode == 0, added.stderr
     reply = Reply(tokens=["Backups rotate after fourteen days [1]."])
     with FakeOpenAI(default=reply) as llm_1, FakeOpenAI(default=reply) as llm_2:
@@ -71,8 +84,9 @@ def test_two_replicas_on_one_postgres_answer_as_one_service(pg_url: str, tmp_pat
             assert hits(r2, "zeppelin") == []
 
             for _ in range(2):
-                answer = httpx.post(f"{r1}/ask?stream=false", json={"question": "When do backups rotate?"},
-                                    timeout=60)  # fmt: skip
+                answer = httpx.post(
+                    f"{r1}/ask?stream=false", json={"question": "When do backups rotate?"}, timeout=60
+                )
                 assert answer.status_code == 200, answer.text
             assert stats(r1)["answers_since_start"] == 2 and stats(r2)["answers_since_start"] == 0
             assert stats(r1)["max_concurrent"] == stats(r2)["max_concurrent"] == 3  # per replica

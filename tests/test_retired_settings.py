@@ -17,8 +17,11 @@ def test_a_renamed_variable_still_works_and_warns_with_the_new_name(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("CITEDOCS_LLAMA_SERVER", "/opt/llama/bin/llama-server")
-    with pytest.warns(RetiredSettingWarning, match=r"CITEDOCS_LLAMA_SERVER \(environment\) is now called "
-                      r"CITEDOCS_LLM_SERVER"):  # fmt: skip
+    with pytest.warns(
+        RetiredSettingWarning,
+        match=r"CITEDOCS_LLAMA_SERVER \(environment\) is now called "
+        r"CITEDOCS_LLM_SERVER",
+    ):
         settings = Settings(db=str(tmp_path / "i.db"))
     assert settings.llm_server == "/opt/llama/bin/llama-server"
 
@@ -36,8 +39,11 @@ def test_milliseconds_in_a_dotenv_file_become_seconds(
     env_file = tmp_path / "old.env"
     env_file.write_text("CITEDOCS_WATCH_DEBOUNCE_MS=250\n", encoding="utf-8")
     monkeypatch.setenv("CITEDOCS_ENV_FILE", str(env_file))
-    with pytest.warns(RetiredSettingWarning, match=rf"CITEDOCS_WATCH_DEBOUNCE_MS \({env_file}\).*"
-                      r"CITEDOCS_WATCH_DEBOUNCE_S \(in seconds now\)"):  # fmt: skip
+    with pytest.warns(
+        RetiredSettingWarning,
+        match=rf"CITEDOCS_WATCH_DEBOUNCE_MS \({env_file}\).*"
+        r"CITEDOCS_WATCH_DEBOUNCE_S \(in seconds now\)",
+    ):
         assert Settings(db=str(tmp_path / "i.db")).watch_debounce_s == 0.25
 
 
@@ -47,8 +53,11 @@ def test_a_removed_setting_in_config_toml_is_ignored_and_says_what_happens_now(
     config = tmp_path / "config.toml"
     config.write_text("min_supported = 0.0\ntop_k = 7\n", encoding="utf-8")
     monkeypatch.setenv("CITEDOCS_CONFIG", str(config))
-    with pytest.warns(RetiredSettingWarning, match=r"CITEDOCS_MIN_SUPPORTED \(.*config.toml\) was removed and "
-                      r"is ignored: an answer with under half"):  # fmt: skip
+    with pytest.warns(
+        RetiredSettingWarning,
+        match=r"CITEDOCS_MIN_SUPPORTED \(.*config.toml\) was removed and "
+        r"is ignored: an answer with under half",
+    ):
         settings = Settings(db=str(tmp_path / "i.db"))
     assert settings.top_k == 7 and not hasattr(settings, "min_supported")
 
@@ -61,11 +70,21 @@ def test_code_passing_a_retired_setting_is_an_error_naming_the_replacement() -> 
 
 
 def test_the_command_prints_one_warning_line_and_goes_on(tmp_path: Path) -> None:
-    env = {**os.environ, "CITEDOCS_DB": str(tmp_path / "i.db"), "CITEDOCS_EMBEDDER": "none",
-           "CITEDOCS_EVIDENCE_TOKENS": "450"}  # fmt: skip
+    env = {
+        **os.environ,
+        "CITEDOCS_DB": str(tmp_path / "i.db"),
+        "CITEDOCS_EMBEDDER": "none",
+        "CITEDOCS_EVIDENCE_TOKENS": "450",
+    }
     (tmp_path / "docs").mkdir()
-    proc = subprocess.run([sys.executable, "-m", "citedocs", "add", str(tmp_path / "docs")], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "citedocs", "add", str(tmp_path / "docs")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.startswith(
         "warning: CITEDOCS_EVIDENCE_TOKENS (environment) was removed and is ignored: the model reads every "

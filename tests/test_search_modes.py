@@ -93,8 +93,14 @@ def test_keyword_answers_while_the_model_loads(tmp_path: Path, fake: FakeEmbeddi
 
 
 def test_unreachable_embedder_degrades_to_keyword_with_a_note(tmp_path: Path, corpus: Path) -> None:
-    app = Citedocs(Settings(db=str(tmp_path / "i.db"), embedder="http", embed_base_url="http://127.0.0.1:9/v1",
-                            embed_model="x"))  # fmt: skip
+    app = Citedocs(
+        Settings(
+            db=str(tmp_path / "i.db"),
+            embedder="http",
+            embed_base_url="http://127.0.0.1:9/v1",
+            embed_model="x",
+        )
+    )
     app.add_folder(corpus)
     app.index()
     result = app.search("metrics port", wait_for_model=True)

@@ -26,20 +26,45 @@ HOME = Path("/home/alice")
 
 @pytest.mark.parametrize(
     "folder",
-    ["/home/alice/.ssh", "/home/alice/.aws/sso", "/home/alice/.gnupg", "/home/alice/.config/google-chrome",
-     "/home/alice/.cache", "/home/alice/.mozilla/firefox", "/home/alice/.local/share/keyrings",
-     "/home/alice/Library/Keychains", "/home/alice/snap/firefox", "/home/bob", "/home/bob/notes",
-     "/Users/carol/Documents", "/root/.ssh", "/var/log", "/var/log/nginx", "/var/mail", "/usr/lib",
-     "/usr/local/lib/python3", "/var/lib/postgresql", "/bin"],
-)  # fmt: skip
+    [
+        "/home/alice/.ssh",
+        "/home/alice/.aws/sso",
+        "/home/alice/.gnupg",
+        "/home/alice/.config/google-chrome",
+        "/home/alice/.cache",
+        "/home/alice/.mozilla/firefox",
+        "/home/alice/.local/share/keyrings",
+        "/home/alice/Library/Keychains",
+        "/home/alice/snap/firefox",
+        "/home/bob",
+        "/home/bob/notes",
+        "/Users/carol/Documents",
+        "/root/.ssh",
+        "/var/log",
+        "/var/log/nginx",
+        "/var/mail",
+        "/usr/lib",
+        "/usr/local/lib/python3",
+        "/var/lib/postgresql",
+        "/bin",
+    ],
+)
 def test_secret_bearing_folders_are_named(folder: str) -> None:
     assert secret_folder_problem(Path(folder), HOME) is not None
 
 
 @pytest.mark.parametrize(
-    "folder", ["/home/alice/notes", "/home/alice/projects/app/docs", "/usr/share/doc", "/usr/share/doc/git",
-               "/srv/docs", "/tmp/x", "/opt/manuals"],
-)  # fmt: skip
+    "folder",
+    [
+        "/home/alice/notes",
+        "/home/alice/projects/app/docs",
+        "/usr/share/doc",
+        "/usr/share/doc/git",
+        "/srv/docs",
+        "/tmp/x",
+        "/opt/manuals",
+    ],
+)
 def test_document_folders_are_fine(folder: str) -> None:
     assert secret_folder_problem(Path(folder), HOME) is None
 
@@ -99,8 +124,13 @@ def test_cli_refuses_a_secret_folder_unless_told_to(tmp_path: Path, home: Path) 
     env = {**os.environ, "CITEDOCS_EMBEDDER": "none", "CITEDOCS_DB": str(tmp_path / "index.sqlite3")}
 
     def add(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "citedocs", "add", *args, "--no-index"], env=env,
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "citedocs", "add", *args, "--no-index"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     refused = add(str(home / ".ssh"))
     said = " ".join((refused.stdout + refused.stderr).split())

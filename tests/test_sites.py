@@ -204,8 +204,14 @@ def test_refresh_revalidates_with_etag_and_last_modified(
     sites.fetch(f"{site.url}/docs/middleware.html")
     site.clear()
     info = sites.refresh("tiny")
-    assert info.changes == {"pages_checked": 2, "pages_unchanged": 2, "pages_updated": 0, "pages_removed": 0,
-                            "pages_failed": 0, "llms_txt_changed": 0}  # fmt: skip
+    assert info.changes == {
+        "pages_checked": 2,
+        "pages_unchanged": 2,
+        "pages_updated": 0,
+        "pages_removed": 0,
+        "pages_failed": 0,
+        "llms_txt_changed": 0,
+    }
     assert {r.path: (r.status, r.sent) for r in site.requests} == {
         "/docs/llms.txt": (304, 0),
         "/docs/routing.md": (304, 0),
@@ -281,8 +287,13 @@ def test_a_failing_site_is_skipped_for_five_minutes_unless_refreshed(
 def test_default_sites_are_off_unless_configured(sites: SiteService) -> None:
     assert sites.list() == []
     assert [name for name, _ in DEFAULT_SITES] == [
-        "strands", "kiro", "aws-bedrock-userguide", "aws-agentic-ai-lens", "aws-bedrock-agentcore-devguide", "mcp",
-    ]  # fmt: skip
+        "strands",
+        "kiro",
+        "aws-bedrock-userguide",
+        "aws-agentic-ai-lens",
+        "aws-bedrock-agentcore-devguide",
+        "mcp",
+    ]
 
 
 def test_duplicates_and_bad_input_are_refused(sites: SiteService, site: DocsSite) -> None:

@@ -41,13 +41,19 @@ def claude_site(tmp_path: Path) -> Iterator[tuple[DocsSite, str, list[ClaudeCase
 
 def cli_env(tmp_path: Path) -> dict[str, str]:
     """The environment of a `citedocs` process on this test's index, allowed to fetch from loopback."""
-    return {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.db"), "CITEDOCS_EMBEDDER": "none",
-            "CITEDOCS_ALLOWED_PRIVATE_HOSTS": "127.0.0.1", "CITEDOCS_CONFIG": str(tmp_path / "none.toml")}  # fmt: skip
+    return {
+        **os.environ,
+        "CITEDOCS_DB": str(tmp_path / "index.db"),
+        "CITEDOCS_EMBEDDER": "none",
+        "CITEDOCS_ALLOWED_PRIVATE_HOSTS": "127.0.0.1",
+        "CITEDOCS_CONFIG": str(tmp_path / "none.toml"),
+    }
 
 
 def _settings(tmp_path: Path, **extra: Any) -> Settings:
-    return Settings(db=str(tmp_path / "index.db"), allowed_private_hosts=["127.0.0.1"], embedder="none",
-                    **extra)  # fmt: skip
+    return Settings(
+        db=str(tmp_path / "index.db"), allowed_private_hosts=["127.0.0.1"], embedder="none", **extra
+    )
 
 
 def test_unified_search_ranks_unfetched_pages_and_then_their_passages(
@@ -209,11 +215,21 @@ def test_add_site_then_ask_over_http_cites_the_right_page_with_no_manual_fetch(
     """The whole path with real processes: `citedocs add-site`, `citedocs search`, `citedocs serve`, /ask."""
     site, llms_txt, _ = claude_site
     env = cli_env(tmp_path)
-    added = subprocess.run([sys.executable, "-m", "citedocs", "add-site", "claude", llms_txt, "--fetch", "none"], env=env,
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    added = subprocess.run(
+        [sys.executable, "-m", "citedocs", "add-site", "claude", llms_txt, "--fetch", "none"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert added.returncode == 0, added.stderr
-    found = subprocess.run([sys.executable, "-m", "citedocs", "search", "ticket routing"], env=env,
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    found = subprocess.run(
+        [sys.executable, "-m", "citedocs", "search", "ticket routing"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert found.returncode == 0 and "1. Ticket Routing" in found.stdout and "not fetched" in found.stdout
     with FakeOpenAI([Reply(tokens=TICKETS_ANSWER)]) as llm:
         env["CITEDOCS_LLM_BASE_URL"] = llm.base_url
@@ -239,13 +255,19 @@ def test_citedocs_ask_on_a_site_only_index_fetches_then_answers(
     app = Citedocs(_settings(tmp_path))
     app.sites.add("claude", llms_txt)
     app.close()
-    status = subprocess.run([sys.executable, "-m", "citedocs", "status"], env=env, capture_output=True, text=True,
-                            timeout=60)  # fmt: skip
+    status = subprocess.run(
+        [sys.executable, "-m", "citedocs", "status"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert status.returncode == 0 and "45 site pages not fetched yet" in status.stdout, status.stdout
     with FakeOpenAI([Reply(tokens=TICKETS_ANSWER)]) as llm:
         env["CITEDOCS_LLM_BASE_URL"] = llm.base_url
-        proc = subprocess.run([sys.executable, "-m", "citedocs", "ask", TICKETS], env=env, capture_output=True,
-                              text=True, timeout=120)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-m", "citedocs", "ask", TICKETS],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert proc.returncode == 0, proc.stderr
     assert "fetching" in proc.stderr and f"{site.url}/{TICKETS_PAGE}" in proc.stderr
     assert (

@@ -62,24 +62,31 @@ class Origin:
 
 @pytest.fixture
 def origins() -> Iterator[tuple[Origin, Origin]]:
-    other = Origin({"/elsewhere.md": "# Elsewhere\n\nThe okapi lives elsewhere.\n",
-                    "/secret.md": "# Secret\n\nThe redirect target.\n"})  # fmt: skip
+    other = Origin(
+        {
+            "/elsewhere.md": "# Elsewhere\n\nThe okapi lives elsewhere.\n",
+            "/secret.md": "# Secret\n\nThe redirect target.\n",
+        }
+    )
     site = Origin({})
-    site.pages.update({
-        "/docs/llms.txt": f"# Docs\n\n- [Inside]({site.url}/docs/inside.md): here\n"
-                          f"- [Elsewhere]({other.url}/elsewhere.md): another origin\n"
-                          f"- [Jump]({site.url}/docs/jump.md): redirects away\n",
-        "/docs/inside.md": "# Inside\n\nThe heron is inside.\n",
-        "/docs/jump.md": ("redirect", f"{other.url}/secret.md"),
-        "/docs/hop.md": ("redirect", f"{site.url}/docs/inside.md"),
-    })  # fmt: skip
+    site.pages.update(
+        {
+            "/docs/llms.txt": f"# Docs\n\n- [Inside]({site.url}/docs/inside.md): here\n"
+            f"- [Elsewhere]({other.url}/elsewhere.md): another origin\n"
+            f"- [Jump]({site.url}/docs/jump.md): redirects away\n",
+            "/docs/inside.md": "# Inside\n\nThe heron is inside.\n",
+            "/docs/jump.md": ("redirect", f"{other.url}/secret.md"),
+            "/docs/hop.md": ("redirect", f"{site.url}/docs/inside.md"),
+        }
+    )
     with site.running(), other.running():
         yield site, other
 
 
 def library(tmp_path: Path, **options: object) -> Citedocs:
-    settings = Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", allowed_private_hosts=["127.0.0.1"],
-                        **options)  # type: ignore[arg-type]  # fmt: skip
+    settings = Settings(
+        db=str(tmp_path / "index.sqlite3"), embedder="none", allowed_private_hosts=["127.0.0.1"], **options
+    )  # type: ignore[arg-type]
     return Citedocs(settings)
 
 

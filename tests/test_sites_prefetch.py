@@ -34,8 +34,9 @@ def claude(tmp_path: Path) -> Iterator[tuple[DocsSite, str]]:
 
 
 def _settings(tmp_path: Path, **extra: Any) -> Settings:
-    return Settings(db=str(tmp_path / "index.db"), allowed_private_hosts=["127.0.0.1"], embedder="none",
-                    **extra)  # fmt: skip
+    return Settings(
+        db=str(tmp_path / "index.db"), allowed_private_hosts=["127.0.0.1"], embedder="none", **extra
+    )
 
 
 def _page_requests(site: DocsSite) -> list[str]:
@@ -49,8 +50,9 @@ def test_add_site_fetch_n_then_refresh_fetch_all_resumes_and_a_rerun_fetches_not
     env = cli_env(tmp_path)
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run([sys.executable, "-m", "citedocs", *args], env=env, capture_output=True,
-                              text=True, timeout=120)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-m", "citedocs", *args], env=env, capture_output=True, text=True, timeout=120
+        )
         assert proc.returncode == 0, proc.stderr
         return proc
 
@@ -69,8 +71,13 @@ def test_add_site_fetch_n_then_refresh_fetch_all_resumes_and_a_rerun_fetches_not
         assert [j["state"] for j in jobs[:3]] == ["done"] * 3 and jobs[2]["done"] == 5
     finally:
         app.close()
-    bad = subprocess.run([sys.executable, "-m", "citedocs", "refresh", "claude", "--fetch", "some"], env=env,
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    bad = subprocess.run(
+        [sys.executable, "-m", "citedocs", "refresh", "claude", "--fetch", "some"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "'all' or a number" in bad.stderr
 
 
@@ -84,8 +91,9 @@ def test_a_stopped_prefetch_resumes_where_it_stopped(tmp_path: Path, claude: tup
         def stop_after_three() -> bool:
             return len(seen) >= 3
 
-        state = app.sites.prefetch("claude", progress=lambda s: seen.append(s.done),
-                                   should_stop=stop_after_three)  # fmt: skip
+        state = app.sites.prefetch(
+            "claude", progress=lambda s: seen.append(s.done), should_stop=stop_after_three
+        )
         assert state.stopped and 3 <= state.done < 45
         job = next(j for j in app.status()["jobs"] if j["kind"] == "fetch")
         assert job["state"] == "interrupted"
@@ -119,8 +127,12 @@ def test_robots_txt_disallow_and_crawl_delay_are_honoured(
 
 
 def test_pages_to_fetch_skips_stored_pages_and_fetches_a_page_once_for_its_fragments() -> None:
-    links = [DocLink("A", "https://d/a"), DocLink("A2", "https://d/a#x"), DocLink("B", "https://d/b#y"),
-             DocLink("C", "https://d/c")]  # fmt: skip
+    links = [
+        DocLink("A", "https://d/a"),
+        DocLink("A2", "https://d/a#x"),
+        DocLink("B", "https://d/b#y"),
+        DocLink("C", "https://d/c"),
+    ]
     assert pages_to_fetch(links, {"https://d/c"}, None) == ["https://d/a", "https://d/b"]
     assert pages_to_fetch(links, set(), 1) == ["https://d/a"]
 
@@ -145,8 +157,9 @@ def test_mcp_add_doc_source_can_prefetch_in_the_background(
 
     async def main() -> None:
         async with Client(build_server(app)) as client:
-            result = await client.call_tool("add_doc_source", {"name": "claude", "llms_txt_url": llms_txt,
-                                                               "fetch_pages": 6})  # fmt: skip
+            result = await client.call_tool(
+                "add_doc_source", {"name": "claude", "llms_txt_url": llms_txt, "fetch_pages": 6}
+            )
             assert not result.is_error and "background" in result.structured_content["prefetch"]
             jobs = await fetch_jobs_done(client)
             assert jobs and jobs[0]["state"] == "done" and jobs[0]["done"] == 6, jobs
@@ -235,12 +248,31 @@ def test_cli_add_site_fetches_a_small_site_and_none_leaves_it(tmp_path: Path) ->
     with serve_docs(tmp_path / "www") as site:
         llms_txt = _small_site(site, 3)
         env = cli_env(tmp_path)
-        added = subprocess.run([sys.executable, "-m", "citedocs", "add-site", "tiny", llms_txt], env=env,
-                               capture_output=True, text=True, timeout=120)  # fmt: skip
+        added = subprocess.run(
+            [sys.executable, "-m", "citedocs", "add-site", "tiny", llms_txt],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert added.returncode == 0, added.stderr
         assert "fetched 3 of 3 pages" in added.stdout
-        other = subprocess.run([sys.executable, "-m", "citedocs", "add-site", "tiny2", f"{site.url}/llms.txt?x",
-                                "--fetch", "none"], env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        other = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "citedocs",
+                "add-site",
+                "tiny2",
+                f"{site.url}/llms.txt?x",
+                "--fetch",
+                "none",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert other.returncode == 0, other.stderr
         assert "3 of 3 pages of tiny2 are not fetched yet" in other.stdout
 

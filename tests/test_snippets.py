@@ -91,8 +91,14 @@ def test_a_search_of_the_real_manual_marks_the_japanese_word_in_every_hit(tmp_pa
     env = {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.db"), "CITEDOCS_EMBEDDER": "none"}
 
     def cli(*args: str) -> str:
-        proc = subprocess.run([sys.executable, "-m", "citedocs", *args], capture_output=True, text=True, env=env,
-                              timeout=180, check=False)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-m", "citedocs", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+            check=False,
+        )
         assert proc.returncode == 0, proc.stderr
         return proc.stdout
 

@@ -22,9 +22,19 @@ from citedocs.text.analyzer import terms as analyse
 
 def _chunk(i: int, text: str, heading: str = "H") -> ChunkRecord:
     return ChunkRecord(
-        f"id{i}", i, heading, None, None, i, i, text, f"sha{i}", 3,
-        " ".join(analyse(heading)), " ".join(analyse(text)),
-    )  # fmt: skip
+        f"id{i}",
+        i,
+        heading,
+        None,
+        None,
+        i,
+        i,
+        text,
+        f"sha{i}",
+        3,
+        " ".join(analyse(heading)),
+        " ".join(analyse(text)),
+    )
 
 
 def _doc(path: str, sha: str = "x") -> DocumentRecord:
@@ -109,8 +119,11 @@ def test_keyword_filters_by_source_and_format(store: Store) -> None:
     a = store.add_source("folder", "/a", "/a")
     b = store.add_source("folder", "/b", "/b")
     store.replace_document(a.id, _doc("/a/x.md"), [_chunk(1, "shared word here")])
-    store.replace_document(b.id, DocumentRecord("/b/y.pdf", "y.pdf", "pdf", 1, 1, "s", "indexed"),
-                           [_chunk(2, "shared word there")])  # fmt: skip
+    store.replace_document(
+        b.id,
+        DocumentRecord("/b/y.pdf", "y.pdf", "pdf", 1, 1, "s", "indexed"),
+        [_chunk(2, "shared word there")],
+    )
     rowids = {store.chunks_by_rowid([r])[r].source_id for r, _ in store.keyword_search(["share"], 5)}
     assert rowids == {a.id, b.id}
     only_b = store.keyword_search(["share"], 5, source_ids=[b.id])
@@ -217,8 +230,11 @@ def test_jobs_record_progress_and_a_rerun_marks_the_old_one_interrupted(store: S
 def test_site_tables_work_on_both_backends(store: Store) -> None:
     src = store.add_source("site", "docs.example", "https://docs.example/llms.txt")
     tables = SiteTables(store)
-    links = [DocLink("A", "https://docs.example/a.md", "about a", "Docs", False),
-             DocLink("A again", "https://docs.example/a.md"), DocLink("B", "https://docs.example/b.md")]  # fmt: skip
+    links = [
+        DocLink("A", "https://docs.example/a.md", "about a", "Docs", False),
+        DocLink("A again", "https://docs.example/a.md"),
+        DocLink("B", "https://docs.example/b.md"),
+    ]
     tables.record_fetch(src.id, etag='"e1"', last_modified=None, sha256="s", fetched_at=1.0, links=links)
     assert [link.url for link in tables.links(src.id)] == [
         "https://docs.example/a.md",
@@ -304,9 +320,13 @@ def test_postgres_builds_an_hnsw_index_after_an_embedding_pass_and_uses_it(pg_ur
     assert conn.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'embeddings_hnsw_8'").fetchone()
     conn.execute("SET enable_seqscan = off")  # 50 rows: make the planner show it can use the index
     text = "[" + ",".join(str(float(x)) for x in vectors[7]) + "]"
-    plan = " ".join(r[0] for r in conn.execute(
-        "EXPLAIN SELECT sha256 FROM embeddings ORDER BY (vec::vector(8)) <#> CAST(? AS vector(8)) LIMIT 5", (text,)
-    ).fetchall())  # fmt: skip
+    plan = " ".join(
+        r[0]
+        for r in conn.execute(
+            "EXPLAIN SELECT sha256 FROM embeddings ORDER BY (vec::vector(8)) <#> CAST(? AS vector(8)) LIMIT 5",
+            (text,),
+        ).fetchall()
+    )
     assert "embeddings_hnsw_8" in plan
     assert store.nearest(vectors[7], 5)[0][0] == exact[0][0]
 
@@ -318,8 +338,10 @@ def test_a_dropped_postgres_connection_is_a_clear_error_then_reconnects(pg_url: 
     src = store.add_source("folder", "/f", "/f")
     store.replace_document(src.id, _doc("/f/a.md"), [_chunk(1, "alpha")])
     with psycopg.connect(pg_url, autocommit=True) as admin:  # what a server restart or a failover does
-        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                      "WHERE datname = current_database() AND pid <> pg_backend_pid()")  # fmt: skip
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
     with pytest.raises(StoreError) as info:
         store.keyword_search(["alpha"], 5)
     assert "Lost the connection" in info.value.message and "reconnects" in info.value.hint

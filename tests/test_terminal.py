@@ -23,13 +23,19 @@ EVIL_NAME = "evil\x1b]0;pwned\x07\n2. forged.md  lines 1-1.md"
 
 
 def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.sqlite3"), "CITEDOCS_EMBEDDER": "none",
-            "CITEDOCS_LLM_BASE_URL": "", **extra}  # fmt: skip
+    return {
+        **os.environ,
+        "CITEDOCS_DB": str(tmp_path / "index.sqlite3"),
+        "CITEDOCS_EMBEDDER": "none",
+        "CITEDOCS_LLM_BASE_URL": "",
+        **extra,
+    }
 
 
 def citedocs(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "citedocs", *args], env=env, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "citedocs", *args], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture

@@ -41,12 +41,23 @@ def library(tmp_path: Path) -> Citedocs:
 
 def test_the_cli_in_process_and_through_a_server(tmp_path: Path) -> None:
     library(tmp_path).close()
-    env = {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.sqlite3"), "CITEDOCS_EMBEDDER": "none",
-           "CITEDOCS_TOP_K": str(TOP_K), "CITEDOCS_WATCH": "false"}  # fmt: skip
+    env = {
+        **os.environ,
+        "CITEDOCS_DB": str(tmp_path / "index.sqlite3"),
+        "CITEDOCS_EMBEDDER": "none",
+        "CITEDOCS_TOP_K": str(TOP_K),
+        "CITEDOCS_WATCH": "false",
+    }
 
     def hits(*extra: str) -> int:
-        proc = subprocess.run([sys.executable, "-m", "citedocs", "search", "rotate logs", "--json", *extra],
-                              capture_output=True, text=True, env=env, timeout=120, check=True)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-m", "citedocs", "search", "rotate logs", "--json", *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=True,
+        )
         return len(json.loads(proc.stdout)["hits"])
 
     assert hits() == TOP_K and hits("-k", "5") == 5

@@ -29,8 +29,13 @@ def counting_llama(tmp_path: Path) -> tuple[dict[str, str], Path]:
     server = write_llama_server(tmp_path / "bin" / "llama-server", starts)
     gguf = tmp_path / "model.gguf"
     gguf.write_bytes(b"GGUF" + b"\0" * 64)
-    env = {**os.environ, "CITEDOCS_LLM_GGUF": str(gguf), "CITEDOCS_LLM_SERVER": str(server),
-           "CITEDOCS_PORT": "0", "CITEDOCS_EMBEDDER": "none"}  # fmt: skip
+    env = {
+        **os.environ,
+        "CITEDOCS_LLM_GGUF": str(gguf),
+        "CITEDOCS_LLM_SERVER": str(server),
+        "CITEDOCS_PORT": "0",
+        "CITEDOCS_EMBEDDER": "none",
+    }
     return env, starts
 
 
@@ -95,8 +100,13 @@ def test_five_answers_through_one_serve_over_mcp_and_http_start_the_model_server
         runs = started(starts)
         assert len(runs) == 1, runs  # two HTTP answers and three MCP answers, one model server
         db = str(tmp_path / "index.sqlite3")
-        cli = subprocess.run([sys.executable, "-m", "citedocs", "ask", QUESTION, "--json", "--db", db], env=env,
-                             capture_output=True, text=True, timeout=120)  # fmt: skip
+        cli = subprocess.run(
+            [sys.executable, "-m", "citedocs", "ask", QUESTION, "--json", "--db", db],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert cli.returncode == 0, cli.stderr
         assert "9464" in json.loads(cli.stdout)["answer"]
         assert len(started(starts)) == 1  # `citedocs ask` used the running serve's model, started none

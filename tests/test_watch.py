@@ -27,8 +27,9 @@ BOUND_S = 5.0
 
 
 def settings(tmp_path: Path, **extra: Any) -> Settings:
-    return Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", watch_debounce_s=DEBOUNCE_MS / 1000,
-                    **extra)  # fmt: skip
+    return Settings(
+        db=str(tmp_path / "index.sqlite3"), embedder="none", watch_debounce_s=DEBOUNCE_MS / 1000, **extra
+    )
 
 
 def wait_until(check: Callable[[], bool], what: str, timeout: float = BOUND_S) -> float:
@@ -133,9 +134,18 @@ def test_a_moved_subtree_is_purged_at_its_old_place_and_indexed_at_the_new(
 
 
 def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
-                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"})  # fmt: skip
+    subprocess.run(
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@example.org",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@example.org",
+        },
+    )
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git on PATH")
@@ -247,8 +257,11 @@ def test_a_folder_deleted_and_made_again_is_watched_anew_or_refused(
     shutil.rmtree(folder)
     folder.mkdir()  # may get the old inode back: the identity check cannot tell, the root event can
     (folder / "new.md").write_text("# New\n\nA stint.\n", encoding="utf-8")
-    wait_until(lambda: found(app, "stint") == ["new.md"] or "different folder" in (state_of(app)["reason"] or ""),
-               "the new folder is watched, or refused with the way to re-register it", 15)  # fmt: skip
+    wait_until(
+        lambda: found(app, "stint") == ["new.md"] or "different folder" in (state_of(app)["reason"] or ""),
+        "the new folder is watched, or refused with the way to re-register it",
+        15,
+    )
     if state_of(app)["state"] != "error":
         assert indexed(app) == {"new.md"}  # the deleted files are purged
 
@@ -259,9 +272,14 @@ def test_one_watcher_per_folder_across_two_servers_on_one_index(tmp_path: Path, 
     second.start_watching(catch_up=False)
     try:
         # under load the first server's watcher may not have said "watching" yet when the second stands by
-        wait_until(lambda: second.jobs.watcher is not None and second.jobs.watcher.states()[1].state == "standby"
-                   and state_of(second)["state"] == "watching",
-                   "the second server stands by and shows the first one's watcher")  # fmt: skip
+        wait_until(
+            lambda: (
+                second.jobs.watcher is not None
+                and second.jobs.watcher.states()[1].state == "standby"
+                and state_of(second)["state"] == "watching"
+            ),
+            "the second server stands by and shows the first one's watcher",
+        )
         shown = state_of(second)
         assert shown["state"] == "watching" and shown["here"] is False and shown["pid"] == os.getpid()
         (folder / "alpha.md").write_text("# Alpha\n\nThe avocet.\n", encoding="utf-8")

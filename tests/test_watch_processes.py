@@ -26,8 +26,12 @@ BOUND_S = 10.0  # debounce (100 ms) + indexing + a request, on a shared 2-core m
 
 
 def env_for(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.sqlite3"), "CITEDOCS_EMBEDDER": "none",
-            "CITEDOCS_WATCH_DEBOUNCE_S": "0.1"}  # fmt: skip
+    return {
+        **os.environ,
+        "CITEDOCS_DB": str(tmp_path / "index.sqlite3"),
+        "CITEDOCS_EMBEDDER": "none",
+        "CITEDOCS_WATCH_DEBOUNCE_S": "0.1",
+    }
 
 
 def wait_until(check: Callable[[], bool], what: str, timeout: float = BOUND_S) -> None:
@@ -72,18 +76,36 @@ def test_serve_keeps_its_folder_current_and_status_elsewhere_says_so(tmp_path: P
         watch = httpx.get(f"{url}/stats").json()["watch"][0]
         assert watch["here"] is True and watch["pid"] == server.pid and watch["last_change"]["paths"] >= 1
 
-        status = subprocess.run([sys.executable, "-m", "citedocs", "status", "--json"], env=env,
-                                capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+        status = subprocess.run(
+            [sys.executable, "-m", "citedocs", "status", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
         (entry,) = json.loads(status.stdout)["watch"]
         assert entry["state"] == "watching" and entry["here"] is False and entry["pid"] == server.pid
-        text = subprocess.run([sys.executable, "-m", "citedocs", "status"], env=env, capture_output=True,
-                              text=True, timeout=60, check=True).stdout  # fmt: skip
+        text = subprocess.run(
+            [sys.executable, "-m", "citedocs", "status"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
         assert f"watch {docs}: watching (by pid {server.pid}" in " ".join(text.split())
         assert "last change" in text
     log = (tmp_path / "serve.log").read_text(encoding="utf-8")
     assert "Traceback" not in log
-    after = subprocess.run([sys.executable, "-m", "citedocs", "status", "--json"], env=env,
-                           capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    after = subprocess.run(
+        [sys.executable, "-m", "citedocs", "status", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     (entry,) = json.loads(after.stdout)["watch"]
     assert entry["state"] == "off" and entry["last_change"] is not None
 
@@ -106,8 +128,9 @@ async def until(check: Callable[[], Any], what: str, timeout: float = BOUND_S) -
 def test_mcp_stands_by_while_serve_watches_and_takes_over_when_it_stops(tmp_path: Path) -> None:
     docs, port, url, env = heron_folder(tmp_path)
     serve = [sys.executable, "-m", "citedocs", "serve", "--folder", str(docs), "--port", str(port)]
-    params = StdioServerParameters(command=sys.executable, args=["-m", "citedocs", "mcp"], env=env,
-                                   cwd=str(tmp_path))  # fmt: skip
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "citedocs", "mcp"], env=env, cwd=str(tmp_path)
+    )
     errlog = tmp_path / "mcp-stderr.txt"
 
     async def hits(client: Client, query: str) -> list[str]:
@@ -157,6 +180,12 @@ def test_one_shot_commands_never_watch(tmp_path: Path) -> None:
     (docs / "a.md").write_text("# A\n\nThe heron wades.\n", encoding="utf-8")
     env = env_for(tmp_path)
     for args in (["add", str(docs)], ["search", "heron", "--json"], ["status", "--json"], ["reindex"]):
-        subprocess.run([sys.executable, "-m", "citedocs", *args], env=env, capture_output=True, text=True,
-                       timeout=120, check=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "citedocs", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
     assert not list(tmp_path.glob("index.sqlite3.watch-*.lock"))  # nobody ever asked for the watch lease

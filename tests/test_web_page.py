@@ -30,8 +30,16 @@ from fakes.live_server import live_process, live_server
 from fakes.openai_server import FakeOpenAI, Reply
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 QUESTION = "Which port does the server listen on by default?"
 TOKENS = [
     "The server ",
@@ -41,8 +49,11 @@ TOKENS = [
     " and starts with ",
     "`citedocs serve` [2].",
 ]
-UNSUPPORTED = ["The server listens on port 8765 by default [1]. ", "It also opens port 9999 for ",
-               "the admin console [2]."]  # fmt: skip
+UNSUPPORTED = [
+    "The server listens on port 8765 by default [1]. ",
+    "It also opens port 9999 for ",
+    "the admin console [2].",
+]
 OFF_TOPIC = "What is a good lasagna recipe with spinach?"
 CORRUPT_PDF = b"%PDF-1.7\n1 0 obj << /Type /Catalog >> this is not a PDF body\n"
 WIDE = {"width": 1280, "height": 800}
@@ -255,9 +266,15 @@ def test_add_a_folder_watch_its_progress_and_see_why_a_file_failed(browser: Any,
         )
     (folder / "scanned.pdf").write_bytes(CORRUPT_PDF)
     with FakeEmbeddings(delay_s=0.25).running() as embeddings:
-        env = {**os.environ, "CITEDOCS_DB": str(tmp_path / "index.sqlite3"), "CITEDOCS_EMBEDDER": "http",
-               "CITEDOCS_EMBED_BASE_URL": embeddings.base_url, "CITEDOCS_EMBED_MODEL": "fake",
-               "CITEDOCS_EMBED_BATCH": "2", "PYTHONPATH": os.pathsep.join(sys.path)}  # fmt: skip
+        env = {
+            **os.environ,
+            "CITEDOCS_DB": str(tmp_path / "index.sqlite3"),
+            "CITEDOCS_EMBEDDER": "http",
+            "CITEDOCS_EMBED_BASE_URL": embeddings.base_url,
+            "CITEDOCS_EMBED_MODEL": "fake",
+            "CITEDOCS_EMBED_BATCH": "2",
+            "PYTHONPATH": os.pathsep.join(sys.path),
+        }
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         command = [sys.executable, "-m", "citedocs", "serve", "--port", str(port)]
@@ -467,12 +484,27 @@ def scripted_page_server(events: list[tuple[str, dict[str, Any]]], gap_s: float)
 
     from citedocs.api.app import STATIC_DIR
 
-    status = {"version": "test", "writable": False, "read_only_reason": "scripted.", "sources": 0, "active": False,
-              "embedder": {"name": None, "state": "disabled", "vectors": 0, "chunks": 0},
-              "llm": {"configured": True, "state": "external", "model": "scripted", "reachable": True},
-              "totals": {"indexed": 0, "failed": 0, "chunks": 0}, "db_bytes": 0, "jobs": [],
-              "stats": {"answered": 0, "refusals": 0, "errors": 0, "timings_ms": {}, "in_flight": 0,
-                        "max_concurrent": 1, "tokens": {"prompt_total": 0, "completion_total": 0}}}  # fmt: skip
+    status = {
+        "version": "test",
+        "writable": False,
+        "read_only_reason": "scripted.",
+        "sources": 0,
+        "active": False,
+        "embedder": {"name": None, "state": "disabled", "vectors": 0, "chunks": 0},
+        "llm": {"configured": True, "state": "external", "model": "scripted", "reachable": True},
+        "totals": {"indexed": 0, "failed": 0, "chunks": 0},
+        "db_bytes": 0,
+        "jobs": [],
+        "stats": {
+            "answered": 0,
+            "refusals": 0,
+            "errors": 0,
+            "timings_ms": {},
+            "in_flight": 0,
+            "max_concurrent": 1,
+            "tokens": {"prompt_total": 0, "completion_total": 0},
+        },
+    }
 
     async def stream() -> Any:
         for event, data in events:
@@ -502,19 +534,67 @@ def scripted_page_server(events: list[tuple[str, dict[str, Any]]], gap_s: float)
 
 
 def test_the_evidence_event_is_shown_before_the_first_token(browser: Any, tmp_path: Path) -> None:
-    source = {"n": 1, "path": "/docs/install.md", "source": "/docs", "heading": "Install", "page": None,
-              "line_start": 3, "line_end": 5, "chunk_id": "c1", "score": 1.0, "text": "It listens on port 8765."}  # fmt: skip
-    evidence = {"note": "Best sentences in the passages:", "ms": 3.0,
-                "evidence": [{"text": "It listens on port 8765.", "n": 1, "path": "/docs/install.md",
-                              "heading": "Install", "page": None, "line_start": 4, "line_end": 4, "score": 1.0}]}  # fmt: skip
-    done = {"answer": "Port 8765 [1].", "raw_answer": "Port 8765 [1].", "citations": [1], "invalid_citations": [],
-            "refused": False, "refused_before_model": False, "truncated": False, "model": "scripted",
-            "timings": {"ttft_ms": 5.0, "total_ms": 9.0}, "supported_fraction": 1.0, "repaired": 0,
-            "sentences": [{"sentence": "Port 8765 [1].", "cited": [1], "supported_by": [1], "support": 1.0,
-                           "repaired": False, "supported": True, "checked": True, "start": 0, "end": 14,
-                           "kind": "text"}]}  # fmt: skip
-    events = [("sources", {"sources": [source], "note": None}), ("evidence", evidence),
-              ("token", {"text": "Port 8765 [1]."}), ("done", done)]  # fmt: skip
+    source = {
+        "n": 1,
+        "path": "/docs/install.md",
+        "source": "/docs",
+        "heading": "Install",
+        "page": None,
+        "line_start": 3,
+        "line_end": 5,
+        "chunk_id": "c1",
+        "score": 1.0,
+        "text": "It listens on port 8765.",
+    }
+    evidence = {
+        "note": "Best sentences in the passages:",
+        "ms": 3.0,
+        "evidence": [
+            {
+                "text": "It listens on port 8765.",
+                "n": 1,
+                "path": "/docs/install.md",
+                "heading": "Install",
+                "page": None,
+                "line_start": 4,
+                "line_end": 4,
+                "score": 1.0,
+            }
+        ],
+    }
+    done = {
+        "answer": "Port 8765 [1].",
+        "raw_answer": "Port 8765 [1].",
+        "citations": [1],
+        "invalid_citations": [],
+        "refused": False,
+        "refused_before_model": False,
+        "truncated": False,
+        "model": "scripted",
+        "timings": {"ttft_ms": 5.0, "total_ms": 9.0},
+        "supported_fraction": 1.0,
+        "repaired": 0,
+        "sentences": [
+            {
+                "sentence": "Port 8765 [1].",
+                "cited": [1],
+                "supported_by": [1],
+                "support": 1.0,
+                "repaired": False,
+                "supported": True,
+                "checked": True,
+                "start": 0,
+                "end": 14,
+                "kind": "text",
+            }
+        ],
+    }
+    events = [
+        ("sources", {"sources": [source], "note": None}),
+        ("evidence", evidence),
+        ("token", {"text": "Port 8765 [1]."}),
+        ("done", done),
+    ]
     with live_server(scripted_page_server(events, gap_s=0.6)) as url, new_page(browser, url) as page:
         ask(page, QUESTION)
         page.wait_for_selector("#evidence:not([hidden]) li")
@@ -530,8 +610,11 @@ def test_a_site_page_not_fetched_yet_is_shown_as_such(browser: Any, tmp_path: Pa
     from fakes.docs_site import serve_docs
 
     with serve_docs(tmp_path / "www") as site:
-        llms = site.write("llms.txt", "# Tiny\n\n- [Quokka routing](" + site.url + "/routing.md): How the "
-                          "quokka router walks a radix tree.\n")  # fmt: skip
+        llms = site.write(
+            "llms.txt",
+            "# Tiny\n\n- [Quokka routing](" + site.url + "/routing.md): How the "
+            "quokka router walks a radix tree.\n",
+        )
         library = make_library(tmp_path, allowed_private_hosts=["127.0.0.1"])
         try:
             library.sites.add("tiny", llms)
@@ -614,8 +697,18 @@ HOSTILE = (
     "- [the docs](https://example.com/a)\n- [bad](javascript:window.pwned=5)\n- `code <b>x</b>` and *more*\n\n"
     "```html\n<script>window.pwned=6</script>\n```\n"
 )
-SOURCE = {"n": 1, "path": "/docs/install.md", "source": "/docs", "heading": "Install", "page": None,
-          "line_start": 3, "line_end": 5, "chunk_id": "c1", "score": 1.0, "text": "It listens on port 8765."}  # fmt: skip
+SOURCE = {
+    "n": 1,
+    "path": "/docs/install.md",
+    "source": "/docs",
+    "heading": "Install",
+    "page": None,
+    "line_start": 3,
+    "line_end": 5,
+    "chunk_id": "c1",
+    "score": 1.0,
+    "text": "It listens on port 8765.",
+}
 
 
 def done_event(raw: str, sentences: list[tuple[str, bool]], **extra: Any) -> dict[str, Any]:
@@ -623,13 +716,35 @@ def done_event(raw: str, sentences: list[tuple[str, bool]], **extra: Any) -> dic
     checked = []
     for text, supported in sentences:
         start = raw.index(text)
-        checked.append({"sentence": text, "cited": [1], "supported_by": [1] if supported else [],
-                        "support": 1.0 if supported else 0.0, "repaired": False, "supported": supported,
-                        "checked": True, "start": start, "end": start + len(text), "kind": "text"})  # fmt: skip
-    return {"answer": raw, "raw_answer": raw, "citations": [1], "invalid_citations": [], "refused": False,
-            "refused_before_model": False, "truncated": False, "model": "scripted",
-            "timings": {"ttft_ms": 5.0, "total_ms": 9.0}, "supported_fraction": 1.0, "repaired": 0,
-            "sentences": checked, **extra}  # fmt: skip
+        checked.append(
+            {
+                "sentence": text,
+                "cited": [1],
+                "supported_by": [1] if supported else [],
+                "support": 1.0 if supported else 0.0,
+                "repaired": False,
+                "supported": supported,
+                "checked": True,
+                "start": start,
+                "end": start + len(text),
+                "kind": "text",
+            }
+        )
+    return {
+        "answer": raw,
+        "raw_answer": raw,
+        "citations": [1],
+        "invalid_citations": [],
+        "refused": False,
+        "refused_before_model": False,
+        "truncated": False,
+        "model": "scripted",
+        "timings": {"ttft_ms": 5.0, "total_ms": 9.0},
+        "supported_fraction": 1.0,
+        "repaired": 0,
+        "sentences": checked,
+        **extra,
+    }
 
 
 @pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280", "390"])
@@ -717,9 +832,13 @@ def test_the_evidence_is_clean_folds_and_a_refusal_says_so_without_unrelated_sou
 def test_stop_keeps_what_was_written_and_the_evidence_says_it_was_stopped(
     browser: Any, tmp_path: Path
 ) -> None:
-    events = [("sources", {"sources": [SOURCE], "note": None}), ("evidence", NOISY_EVIDENCE),
-              ("token", {"text": "The port is "}), ("token", {"text": "8765 [1]"}),
-              ("done", done_event("The port is 8765 [1].", [("The port is 8765 [1].", True)]))]  # fmt: skip
+    events = [
+        ("sources", {"sources": [SOURCE], "note": None}),
+        ("evidence", NOISY_EVIDENCE),
+        ("token", {"text": "The port is "}),
+        ("token", {"text": "8765 [1]"}),
+        ("done", done_event("The port is 8765 [1].", [("The port is 8765 [1].", True)])),
+    ]
     with live_server(scripted_page_server(events, gap_s=3.0)) as url, new_page(browser, url) as page:
         ask(page, QUESTION)
         page.wait_for_selector("#evidence:not([hidden]) li")
@@ -732,8 +851,13 @@ def test_stop_keeps_what_was_written_and_the_evidence_says_it_was_stopped(
 
 
 def test_a_japanese_question_gets_japanese_messages(browser: Any, tmp_path: Path) -> None:
-    done = {**done_event("その質問には索引の文書から答えられません。", []), "refused": True,
-            "refused_before_model": True, "raw_answer": "", "refusal_reason": "the passages hold 0% of its terms"}  # fmt: skip
+    done = {
+        **done_event("その質問には索引の文書から答えられません。", []),
+        "refused": True,
+        "refused_before_model": True,
+        "raw_answer": "",
+        "refusal_reason": "the passages hold 0% of its terms",
+    }
     events = [("sources", {"sources": [SOURCE], "note": None}), ("done", done)]
     with live_server(scripted_page_server(events, gap_s=0.1)) as url, new_page(browser, url) as page:
         ask(page, "重要度の設定はどこで変えますか？")
@@ -963,8 +1087,10 @@ def test_docx_and_html_hits_open_in_their_extracted_text_at_the_passage(
     for name in ("operations-guide.docx", "api.html"):
         shutil.copyfile(REPO / "examples" / "sample-docs" / name, tmp_path / "docs" / name)
     with page_server(tmp_path) as url, new_page(browser, url, viewport) as page:
-        for query, name, words in (("snapshot backups freezes segment", "operations-guide.docx", "freezes"),
-                                   ("Bearer token create", "api.html", "Bearer")):  # fmt: skip
+        for query, name, words in (
+            ("snapshot backups freezes segment", "operations-guide.docx", "freezes"),
+            ("Bearer token create", "api.html", "Bearer"),
+        ):
             page.fill("#search-q", query)
             page.wait_for_selector(f"#results[data-query='{query}'] .hit")
             page.locator("#results .hit", has_text=name).first.locator(".hit-open").click()

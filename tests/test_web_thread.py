@@ -27,16 +27,24 @@ def respond(request: RecordedRequest) -> Reply:
     messages = request.body["messages"]
     if messages[0]["content"] == REWRITE_SYSTEM:
         last = messages[1]["content"].split("<<<LAST QUESTION", 1)[1]
-        return Reply(tokens=["How do I start the citedocs server?" if SECOND in last else
-                             "Which address does the citedocs server listen on after citedocs serve?"])  # fmt: skip
+        return Reply(
+            tokens=[
+                "How do I start the citedocs server?"
+                if SECOND in last
+                else "Which address does the citedocs server listen on after citedocs serve?"
+            ]
+        )
     question = messages[1]["content"].split("<<<QUESTION", 1)[1]
     return Reply(tokens=[next(a for q, a in ANSWERS.items() if q in question)], delay_s=0.05)
 
 
 def answers(fake: FakeOpenAI) -> list[str]:
     """The answer prompts the model got (not the rewrites)."""
-    return [r.body["messages"][1]["content"] for r in fake.chat_requests
-            if r.body["messages"][0]["content"] != REWRITE_SYSTEM]  # fmt: skip
+    return [
+        r.body["messages"][1]["content"]
+        for r in fake.chat_requests
+        if r.body["messages"][0]["content"] != REWRITE_SYSTEM
+    ]
 
 
 def ask_and_wait(page: Any, question: str, turn: int) -> None:

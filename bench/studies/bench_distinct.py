@@ -70,9 +70,11 @@ def main() -> None:
         print("|---|---|---|---|---|")
         for distinct in (False, True):
             p95 = statistics.quantiles(ms[distinct], n=20)[-1]
-            print(f"| {'distinct (front ends)' if distinct else 'raw ranking'} | "
-                  f"{statistics.mean(listed[distinct]):.2f} | {statistics.median(tokens[distinct]):,.0f} | "
-                  f"{statistics.median(ms[distinct]):.1f} | {p95:.1f} |")  # fmt: skip
+            print(
+                f"| {'distinct (front ends)' if distinct else 'raw ranking'} | "
+                f"{statistics.mean(listed[distinct]):.2f} | {statistics.median(tokens[distinct]):,.0f} | "
+                f"{statistics.median(ms[distinct]):.1f} | {p95:.1f} |"
+            )
     finally:
         app.close()
 

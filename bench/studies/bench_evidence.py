@@ -106,8 +106,10 @@ def facts(args: argparse.Namespace) -> None:
     )
     print(f"{'what the model reads':<20} {'facts kept':>10} {'prompt tok (est.)':>18}")
     print(f"{'whole passages':<20} {statistics.fmean(read):>10.3f} {statistics.median(tokens):>18.0f}")
-    print(f"evidence sentences inside their line span in the file: {inside}/{total}; "
-          f"starting exactly at line_start: {exact}/{total}")  # fmt: skip
+    print(
+        f"evidence sentences inside their line span in the file: {inside}/{total}; "
+        f"starting exactly at line_start: {exact}/{total}"
+    )
     print(f"{'best sentences':<16} {'facts kept':>10} {'characters P50':>18}")
     for count, values in event.items():
         note = " (the `evidence` event)" if count == HIGHLIGHTS else ""
@@ -123,8 +125,10 @@ def facts(args: argparse.Namespace) -> None:
             if r["metrics"].get("key_fact_recall") is not None
         ]
         chars = [len(r["detail"]["answer"]) for r in answers if not r["detail"]["refused"]]
-        print(f"model answers of {run}: facts {statistics.fmean(recall):.3f} over {len(recall)} cases, "
-              f"characters P50 {statistics.median(chars):.0f} (answered)")  # fmt: skip
+        print(
+            f"model answers of {run}: facts {statistics.fmean(recall):.3f} over {len(recall)} cases, "
+            f"characters P50 {statistics.median(chars):.0f} (answered)"
+        )
 
 
 def latency(args: argparse.Namespace) -> None:
@@ -143,10 +147,14 @@ def latency(args: argparse.Namespace) -> None:
     finally:
         app.close()
     print(f"{len(evidence_ms)} cases (gate-refused ones included: their evidence event is empty)")
-    print(f"evidence event after the request: P50 {statistics.median(evidence_ms):.1f} ms, "
-          f"P95 {sorted(evidence_ms)[int(0.95 * (len(evidence_ms) - 1))]:.1f} ms")  # fmt: skip
-    print(f"  of which retrieval (search + gate) P50 {statistics.median(parts['retrieval']):.1f} ms, "
-          f"evidence selection P50 {statistics.median(parts['selection']):.1f} ms")  # fmt: skip
+    print(
+        f"evidence event after the request: P50 {statistics.median(evidence_ms):.1f} ms, "
+        f"P95 {sorted(evidence_ms)[int(0.95 * (len(evidence_ms) - 1))]:.1f} ms"
+    )
+    print(
+        f"  of which retrieval (search + gate) P50 {statistics.median(parts['retrieval']):.1f} ms, "
+        f"evidence selection P50 {statistics.median(parts['selection']):.1f} ms"
+    )
     if first_ms:
         print(f"first token (scripted model): P50 {statistics.median(first_ms):.1f} ms")
 
@@ -180,10 +188,19 @@ def main() -> None:
     parser.add_argument("what", choices=("facts", "latency"))
     parser.add_argument("--index-db", type=Path, required=True)
     parser.add_argument("--cases", action="append", type=Path, required=True)
-    parser.add_argument("--answers", action="append", type=Path, default=[],
-                        help="A committed answer run to set beside the best sentences (facts).")  # fmt: skip
-    parser.add_argument("--overlap", type=float, default=0.0,
-                        help="drop passages this much covered by a better one (PASSAGE_OVERLAP)")  # fmt: skip
+    parser.add_argument(
+        "--answers",
+        action="append",
+        type=Path,
+        default=[],
+        help="A committed answer run to set beside the best sentences (facts).",
+    )
+    parser.add_argument(
+        "--overlap",
+        type=float,
+        default=0.0,
+        help="drop passages this much covered by a better one (PASSAGE_OVERLAP)",
+    )
     args = parser.parse_args()
     print(" · ".join(f"{k}: {v}" for k, v in header().items()))
     print("machine shared with other engineers' jobs: compare medians, not single runs")

@@ -40,8 +40,9 @@ def questions(corpus: str) -> list[tuple[str, str]]:
     """(set, question) pairs."""
     root = CORPORA[corpus]
     if corpus == "claude":
-        cases = load_cases(root / "cases.jsonl", EVAL / "claude-docs-key-facts.jsonl",
-                           EVAL / "claude-docs-extra.jsonl")  # fmt: skip
+        cases = load_cases(
+            root / "cases.jsonl", EVAL / "claude-docs-key-facts.jsonl", EVAL / "claude-docs-extra.jsonl"
+        )
     else:
         cases = load_cases(root / "cases.jsonl")
     out = [(case.kind, case.question) for case in cases]
@@ -76,10 +77,13 @@ def main() -> None:
         hits = passages(result.hits, settings.top_k, overlap=PASSAGE_OVERLAP)
         total[kind] += 1
         for count in COUNTS:
-            passed[kind][count] += relevance_decision(question, hits, settings.relevance_threshold,
-                                                      min_held=count).allowed  # fmt: skip
-    print(f"\n{args.corpus}, {args.mode} top-{settings.top_k}, share threshold {settings.relevance_threshold}: "
-          "questions that reach the model")  # fmt: skip
+            passed[kind][count] += relevance_decision(
+                question, hits, settings.relevance_threshold, min_held=count
+            ).allowed
+    print(
+        f"\n{args.corpus}, {args.mode} top-{settings.top_k}, share threshold {settings.relevance_threshold}: "
+        "questions that reach the model"
+    )
     print(
         "| set | questions | share only (old) | "
         + " | ".join(f"or ≥ {c} terms held" for c in COUNTS[1:])

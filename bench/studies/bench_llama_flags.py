@@ -52,8 +52,10 @@ def main() -> None:
     print("| variant | prompt tokens P50 | prompt tokens/s P50 | generated tokens/s P50 |")
     print("|---|---|---|---|")
     for name, rows in results.items():
-        print(f"| {name} | {median([r[2] for r in rows]):.0f} | {median([r[0] for r in rows]):.1f} | "
-              f"{median([r[1] for r in rows]):.1f} |")  # fmt: skip
+        print(
+            f"| {name} | {median([r[2] for r in rows]):.0f} | {median([r[0] for r in rows]):.1f} | "
+            f"{median([r[1] for r in rows]):.1f} |"
+        )
     base, fast = (median([r[0] for r in results[n]]) for n in VARIANTS)
     print(f"\nprompt reading, --no-repack / default: {fast / base:.2f}x")
 

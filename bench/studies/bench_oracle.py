@@ -50,8 +50,19 @@ def gold_passages(db: sqlite3.Connection, evidence: list[dict[str, str]]) -> lis
         )
         for chunk_id, path, heading, start, end, text in rows:
             if heading == item["heading"] or heading.endswith("> " + item["heading"]):
-                hits.append(Hit(chunk_id=chunk_id, path=path, source="gold", heading=heading, page=None,
-                                line_start=start, line_end=end, score=1.0, text=text))  # fmt: skip
+                hits.append(
+                    Hit(
+                        chunk_id=chunk_id,
+                        path=path,
+                        source="gold",
+                        heading=heading,
+                        page=None,
+                        line_start=start,
+                        line_end=end,
+                        score=1.0,
+                        text=text,
+                    )
+                )
     dropped = set(repeats(hits, PASSAGE_OVERLAP))
     return [h for i, h in enumerate(hits) if i not in dropped][:MAX_PASSAGES]
 
@@ -86,22 +97,32 @@ def main() -> None:
             continue
         messages, _ = build_messages(case.question, hits)
         started = time.perf_counter()
-        reply = client.post("/chat/completions", json={
-            "model": args.model, "messages": messages, "temperature": TEMPERATURE,
-            "max_tokens": settings.llm_max_tokens, "cache_prompt": True,
-        }).json()  # fmt: skip
+        reply = client.post(
+            "/chat/completions",
+            json={
+                "model": args.model,
+                "messages": messages,
+                "temperature": TEMPERATURE,
+                "max_tokens": settings.llm_max_tokens,
+                "cache_prompt": True,
+            },
+        ).json()
         answer = reply["choices"][0]["message"]["content"]
         report = check_citations(answer, hits)
         refused = is_refusal(answer)
         withheld = not refused and withheld_reason(report) is not None
         gold_text = "\n".join(h.text for h in hits).lower()
         row = {
-            "id": case.id, "passages": len(hits), "prompt_tokens": reply["usage"]["prompt_tokens"],
-            "seconds": round(time.perf_counter() - started, 1), "refused": refused, "withheld": withheld,
+            "id": case.id,
+            "passages": len(hits),
+            "prompt_tokens": reply["usage"]["prompt_tokens"],
+            "seconds": round(time.perf_counter() - started, 1),
+            "refused": refused,
+            "withheld": withheld,
             "key_fact_recall": key_fact_recall(answer, case.key_facts, refused or withheld),
             "facts_in_prompt": sum(f.lower() in gold_text for f in case.key_facts) / len(case.key_facts),
             "answer": answer,
-        }  # fmt: skip
+        }
         rows.append(row)
         if out:
             out.write(json.dumps(row) + "\n")
@@ -109,12 +130,16 @@ def main() -> None:
         out.close()
     n = len(rows)
     complete = [r for r in rows if r["facts_in_prompt"] == 1.0]
-    print(f"cases: {n} · passages a prompt (mean) {statistics.mean(r['passages'] for r in rows):.2f} · "
-          f"prompt tokens P50 {statistics.median(r['prompt_tokens'] for r in rows):,.0f}")  # fmt: skip
+    print(
+        f"cases: {n} · passages a prompt (mean) {statistics.mean(r['passages'] for r in rows):.2f} · "
+        f"prompt tokens P50 {statistics.median(r['prompt_tokens'] for r in rows):,.0f}"
+    )
     print(f"facts in the prompt: {statistics.mean(r['facts_in_prompt'] for r in rows):.3f}")
-    print(f"key-fact recall: {statistics.mean(r['key_fact_recall'] for r in rows):.3f} "
-          f"({statistics.mean(r['key_fact_recall'] for r in complete):.3f} on the {len(complete)} cases whose "
-          f"prompt holds every key fact)")  # fmt: skip
+    print(
+        f"key-fact recall: {statistics.mean(r['key_fact_recall'] for r in rows):.3f} "
+        f"({statistics.mean(r['key_fact_recall'] for r in complete):.3f} on the {len(complete)} cases whose "
+        f"prompt holds every key fact)"
+    )
     refused = sum(r["refused"] for r in rows)
     withheld = sum(r["withheld"] for r in rows)
     print(

@@ -119,15 +119,26 @@ def main() -> None:
                 refused = is_refusal(text)
                 case = facts[row["id"]]
                 recall = key_fact_recall(text, case.key_facts, refused) if case.kind == "answerable" else None
-                record = {"id": row["id"], "v": name, "kind": case.kind, "refused": refused, "recall": recall,
-                          "tokens": reply["usage"]["completion_tokens"], "s": round(time.perf_counter() - began, 1),
-                          "text": text}  # fmt: skip
+                record = {
+                    "id": row["id"],
+                    "v": name,
+                    "kind": case.kind,
+                    "refused": refused,
+                    "recall": recall,
+                    "tokens": reply["usage"]["completion_tokens"],
+                    "s": round(time.perf_counter() - began, 1),
+                    "text": text,
+                }
                 done[(row["id"], name)] = record
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
                 out.flush()
     print(f"{len(rows)} prompts from {args.run}; recall over answerable cases with key facts")
-    print("| variant | key-fact recall | Δ vs " + names[0] + " (95% CI) | answerable refused | other kinds refused "
-          "| answers at the 512-token cap |")  # fmt: skip
+    print(
+        "| variant | key-fact recall | Δ vs "
+        + names[0]
+        + " (95% CI) | answerable refused | other kinds refused "
+        "| answers at the 512-token cap |"
+    )
     print("|---|---|---|---|---|---|")
     base = {i: r["recall"] for (i, v), r in done.items() if v == names[0] and r["recall"] is not None}
     for name in names:
@@ -139,9 +150,11 @@ def main() -> None:
         if name != names[0]:
             mean, low, high, n = paired(base, recalls)
             delta = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}] (n={n})"
-        print(f"| {name} | {statistics.fmean(recalls.values()):.3f} | {delta} | "
-              f"{sum(r['refused'] for r in answerable)}/{len(answerable)} | {sum(r['refused'] for r in others)}/{len(others)} | "
-              f"{sum(r['tokens'] >= 512 for r in replies)} |")  # fmt: skip
+        print(
+            f"| {name} | {statistics.fmean(recalls.values()):.3f} | {delta} | "
+            f"{sum(r['refused'] for r in answerable)}/{len(answerable)} | {sum(r['refused'] for r in others)}/{len(others)} | "
+            f"{sum(r['tokens'] >= 512 for r in replies)} |"
+        )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,11 @@ def main() -> None:
     data = SHARED_DATA / "claude-docs-qa"
     cases = [json.loads(line) for line in (data / "cases.jsonl").read_text(encoding="utf-8").splitlines()]
     with tempfile.TemporaryDirectory() as tmp, serve_docs(Path(tmp) / "www") as site:
-        settings = Settings(db=f"{tmp}/index.db", allowed_private_hosts=["127.0.0.1"],
-                            embedder="none" if args.mode == "keyword" else "auto")  # fmt: skip
+        settings = Settings(
+            db=f"{tmp}/index.db",
+            allowed_private_hosts=["127.0.0.1"],
+            embedder="none" if args.mode == "keyword" else "auto",
+        )
         app = Citedocs(settings)
         try:
             app.add_folder(data / "docs")

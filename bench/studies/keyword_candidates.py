@@ -83,8 +83,13 @@ def main() -> None:
             writer = tindex.writer(heap_size=500_000_000, num_threads=1)
             with store.keyword_snapshot() as (_, rows):
                 for rowid, _s, _f, heading, body in rows:
-                    writer.add_document(tantivy.Document(rowid=rowid, heading=" ".join(store.keyword_terms(heading or "")),
-                                                         body=" ".join(store.keyword_terms(body or ""))))  # fmt: skip
+                    writer.add_document(
+                        tantivy.Document(
+                            rowid=rowid,
+                            heading=" ".join(store.keyword_terms(heading or "")),
+                            body=" ".join(store.keyword_terms(body or "")),
+                        )
+                    )
             writer.commit()
             writer.wait_merging_threads()
             tindex.reload()

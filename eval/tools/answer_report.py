@@ -20,8 +20,18 @@ from citedocs.eval.gate import compare_all, noise
 from citedocs.eval.rejudge import judge_agreement
 from citedocs.eval.runs import read_jsonl, read_run
 
-ORDER = ["key_fact_recall", "context_recall", "wrong_refusal_rate", "correct_refusal", "gate_refusal",
-         "invalid_citation_rate", "citation_support", "citation_precision", "faithfulness", "answer_error"]  # fmt: skip
+ORDER = [
+    "key_fact_recall",
+    "context_recall",
+    "wrong_refusal_rate",
+    "correct_refusal",
+    "gate_refusal",
+    "invalid_citation_rate",
+    "citation_support",
+    "citation_precision",
+    "faithfulness",
+    "answer_error",
+]
 GRADES = {"development": "eval/judge-grades.jsonl", "held-out": "eval/judge-grades-heldout.jsonl"}
 
 
@@ -58,8 +68,11 @@ def _verdict(base: Path, new: Path, measured: dict[str, float], mismatch: bool =
 def _paired(base: Path, new: Path, field: str, key: str) -> tuple[int, float, float]:
     """Medians of a per-case number (usage.prompt_tokens, timings.ttft_ms) over the answers both runs made."""
     a, b = read_run(base).details, read_run(new).details
-    both = [(a[c][field][key], b[c][field][key]) for c in a
-            if c in b and (a[c].get(field) or {}).get(key) and (b[c].get(field) or {}).get(key)]  # fmt: skip
+    both = [
+        (a[c][field][key], b[c][field][key])
+        for c in a
+        if c in b and (a[c].get(field) or {}).get(key) and (b[c].get(field) or {}).get(key)
+    ]
     if not both:
         return 0, 0.0, 0.0
     return len(both), statistics.median(x for x, _ in both), statistics.median(y for _, y in both)
@@ -77,11 +90,17 @@ def main() -> None:
     out = ["# Answer evaluation baseline", ""]
     for name, path in runs.items():
         meta = read_run(path).meta
-        out.append(f"- `{name}`: {meta.get('cases')} cases, {meta.get('date')}, commit {meta.get('git_commit')}, "
-                   f"{meta.get('seconds', '?')} s" + (f" (cut from `{meta['subset_of']}`)" if meta.get("subset_of") else ""))  # fmt: skip
+        out.append(
+            f"- `{name}`: {meta.get('cases')} cases, {meta.get('date')}, commit {meta.get('git_commit')}, "
+            f"{meta.get('seconds', '?')} s"
+            + (f" (cut from `{meta['subset_of']}`)" if meta.get("subset_of") else "")
+        )
     hardware = read_run(full or repeats[0]).meta.get("hardware")
-    out += [f"- hardware: {json.dumps(hardware)}",
-            "- model: Qwen2.5-Coder-1.5B-Instruct Q4_K_M on llama.cpp (CPU); judge: the same model", ""]  # fmt: skip
+    out += [
+        f"- hardware: {json.dumps(hardware)}",
+        "- model: Qwen2.5-Coder-1.5B-Instruct Q4_K_M on llama.cpp (CPU); judge: the same model",
+        "",
+    ]
     out += ["## Metrics (mean, bootstrap 95% interval over cases)", "", *table(runs), ""]
     measured = noise(repeats)
     names = ", ".join(f"`{p.name}`" for p in repeats)
@@ -111,8 +130,10 @@ def main() -> None:
             cells = ", ".join(f"{b:,.0f} → {n:,.0f} (n={k})" for k, b, n in medians)
             out.append(f"- median {label} per answer, each repeated run → answer-full: {cells}")
     out += ["", "## The judge against hand grades", ""]
-    out += ["| grades | judged run | pairs | agreement | Cohen's kappa | judge says supported | grader says supported |",
-            "|---|---|---|---|---|---|---|"]  # fmt: skip
+    out += [
+        "| grades | judged run | pairs | agreement | Cohen's kappa | judge says supported | grader says supported |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for label, rel in GRADES.items():
         graded = _jsonl(repo / rel)
         judged = {name: _jsonl(path / "judged-pairs.jsonl") for name, path in runs.items()}
@@ -120,9 +141,11 @@ def main() -> None:
         for name, pairs in judged.items():
             agreement = judge_agreement(pairs, graded)
             if agreement.get("pairs"):
-                out.append(f"| {label} ({len(graded)}) | {name} | {agreement['pairs']} | {agreement['agreement']:.3f} | "
-                           f"{agreement['kappa']:.2f} | {agreement['judge_precision']:.3f} | "
-                           f"{agreement['human_precision']:.3f} |")  # fmt: skip
+                out.append(
+                    f"| {label} ({len(graded)}) | {name} | {agreement['pairs']} | {agreement['agreement']:.3f} | "
+                    f"{agreement['kappa']:.2f} | {agreement['judge_precision']:.3f} | "
+                    f"{agreement['human_precision']:.3f} |"
+                )
     print("\n".join(out))
 
 

@@ -20,8 +20,14 @@ from _env import header
 
 from citedocs.eval.runs import read_run
 
-QUALITY = ("key_fact_recall", "wrong_refusal_rate", "correct_refusal", "citation_support",
-           "citation_precision", "faithfulness")  # fmt: skip
+QUALITY = (
+    "key_fact_recall",
+    "wrong_refusal_rate",
+    "correct_refusal",
+    "citation_support",
+    "citation_precision",
+    "faithfulness",
+)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -37,9 +43,8 @@ def main() -> None:
     runs = [read_run(r) for r in args.runs]
     shared = set.intersection(*(set(r.per_case) for r in runs))
     modelled = {
-        c for c in shared
-        if all((r.details.get(c, {}).get("usage") or {}).get("prompt_tokens") for r in runs)
-    }  # fmt: skip
+        c for c in shared if all((r.details.get(c, {}).get("usage") or {}).get("prompt_tokens") for r in runs)
+    }
     print(f"{len(shared)} shared cases, {len(modelled)} reached the model in every run")
     head = ["run", "prompt tok P50", "cached P50", "TTFT P50 s", "TTFT P95 s", "total P50 s", "total P95 s"]
     print(" | ".join(head))
@@ -49,12 +54,19 @@ def main() -> None:
         cached = [u["cached_tokens"] for u in usage if "cached_tokens" in u]
         ttft = [t["ttft_ms"] / 1000 for t in timings if t.get("ttft_ms") is not None]
         total = [t["total_ms"] / 1000 for t in timings]
-        print(" | ".join([
-            path.name, f"{statistics.median(u['prompt_tokens'] for u in usage):.0f}",
-            f"{statistics.median(cached):.0f}" if cached else "—",
-            f"{statistics.median(ttft):.1f}", f"{_pct(ttft, 0.95):.1f}",
-            f"{statistics.median(total):.1f}", f"{_pct(total, 0.95):.1f}",
-        ]))  # fmt: skip
+        print(
+            " | ".join(
+                [
+                    path.name,
+                    f"{statistics.median(u['prompt_tokens'] for u in usage):.0f}",
+                    f"{statistics.median(cached):.0f}" if cached else "—",
+                    f"{statistics.median(ttft):.1f}",
+                    f"{_pct(ttft, 0.95):.1f}",
+                    f"{statistics.median(total):.1f}",
+                    f"{_pct(total, 0.95):.1f}",
+                ]
+            )
+        )
     print("run | " + " | ".join(QUALITY))
     for path, run in zip(args.runs, runs, strict=True):
         cells = []

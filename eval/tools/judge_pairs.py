@@ -63,8 +63,10 @@ def main() -> None:
                         if args.jsonl:
                             print(json.dumps(pair, ensure_ascii=False))
                         else:
-                            print(f"=== {len(seen)} case {case_id} {detail['sources'][n - 1]}\n"
-                                  f"SENTENCE: {sentence.sentence}\nPASSAGE:\n{window}\n")  # fmt: skip
+                            print(
+                                f"=== {len(seen)} case {case_id} {detail['sources'][n - 1]}\n"
+                                f"SENTENCE: {sentence.sentence}\nPASSAGE:\n{window}\n"
+                            )
     finally:
         app.close()
 

@@ -26,8 +26,13 @@ def main() -> None:
     missing = ids - set(run.per_case)
     if missing:
         raise SystemExit(f"{args.run} lacks {len(missing)} of the chosen cases, e.g. {sorted(missing)[:3]}")
-    meta = {**run.meta, "cases_digest": cases_digest(chosen), "cases": len(chosen),
-            "subset_of": str(args.run), "every": args.every}  # fmt: skip
+    meta = {
+        **run.meta,
+        "cases_digest": cases_digest(chosen),
+        "cases": len(chosen),
+        "subset_of": str(args.run),
+        "every": args.every,
+    }
     kept = [i for i in run.per_case if i in ids]  # the run's order: the bootstrap resamples cases by position
     write_run(
         args.out,

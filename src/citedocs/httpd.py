@@ -59,18 +59,27 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise ConfigError(f"Port {port} on {host} is already in use.",
-                              "Stop the process that holds it, or pick another with --port (0 picks a free "
-                              "one).") from None  # fmt: skip
-        raise ConfigError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}.",
-                          "Check --host (an address of this machine) and --port.") from None  # fmt: skip
+            raise ConfigError(
+                f"Port {port} on {host} is already in use.",
+                "Stop the process that holds it, or pick another with --port (0 picks a free one).",
+            ) from None
+        raise ConfigError(
+            f"Cannot listen on {host}:{port}: {exc.strerror or exc}.",
+            "Check --host (an address of this machine) and --port.",
+        ) from None
     return sock
 
 
 def _timeout_body(seconds: float) -> bytes:
-    envelope = {"success": False, "data": None, "error": {
-        "code": "request_timeout", "message": f"The request body did not arrive within {seconds:g} s.",
-        "hint": "Send the whole request at once; on a slow link raise CITEDOCS_HTTP_BODY_TIMEOUT_S."}}  # fmt: skip
+    envelope = {
+        "success": False,
+        "data": None,
+        "error": {
+            "code": "request_timeout",
+            "message": f"The request body did not arrive within {seconds:g} s.",
+            "hint": "Send the whole request at once; on a slow link raise CITEDOCS_HTTP_BODY_TIMEOUT_S.",
+        },
+    }
     return json.dumps(envelope).encode("utf-8")
 
 
@@ -126,10 +135,16 @@ class DeadlineH11Protocol(H11Protocol):
         if self.conn.their_state is h11.SEND_BODY and cycle is not None and cycle.more_body:
             if not cycle.response_started:
                 body = _timeout_body(self.body_timeout_s)
-                headers = [(b"content-type", b"application/json"), (b"connection", b"close"),
-                           (b"content-length", str(len(body)).encode())]  # fmt: skip
-                for event in (h11.Response(status_code=408, headers=headers), h11.Data(data=body),
-                              h11.EndOfMessage()):  # fmt: skip
+                headers = [
+                    (b"content-type", b"application/json"),
+                    (b"connection", b"close"),
+                    (b"content-length", str(len(body)).encode()),
+                ]
+                for event in (
+                    h11.Response(status_code=408, headers=headers),
+                    h11.Data(data=body),
+                    h11.EndOfMessage(),
+                ):
                     self.transport.write(self.conn.send(event) or b"")
             cycle.disconnected = (
                 True  # the app's receive() now returns http.disconnect; its sends are dropped
@@ -175,7 +190,11 @@ def stop_normally_on_signals() -> None:
 def serve(asgi: Any, sock: socket.socket, settings: Settings, on_ready: Callable[[], None]) -> None:
     """Serve `asgi` on the bound `sock` until SIGTERM or Ctrl-C; `on_ready` runs once it accepts."""
     config = uvicorn.Config(
-        asgi, http=_protocol_for(settings), lifespan="on", log_level="warning",
-        limit_concurrency=MAX_CONNECTIONS, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-    )  # fmt: skip
+        asgi,
+        http=_protocol_for(settings),
+        lifespan="on",
+        log_level="warning",
+        limit_concurrency=MAX_CONNECTIONS,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+    )
     _Server(config, on_ready).run(sockets=[sock])

@@ -99,6 +99,8 @@ def create_server(
     note = None
     if not loopback_only(settings.host) and not settings.mcp_allowed_hosts:
         which = "127.0.0.1 or localhost" + (f" or {name}" if name else "")
-        note = (f"only requests whose Host header is {which} are answered; set CITEDOCS_MCP_ALLOWED_HOSTS to the "
-                "names clients use.")  # fmt: skip
+        note = (
+            f"only requests whose Host header is {which} are answered; set CITEDOCS_MCP_ALLOWED_HOSTS to the "
+            "names clients use."
+        )
     return Server(settings, library, app, sock, f"http://{name or '127.0.0.1'}:{bound}", shown, note)

@@ -159,8 +159,12 @@ class Citedocs:
                 )
         with FolderHandle.pin(resolved) as handle:
             identity = list(handle.identity)
-        added = self.store.add_source("folder", str(resolved), str(resolved),
-                                      {"include": list(include), "exclude": list(exclude), "identity": identity})  # fmt: skip
+        added = self.store.add_source(
+            "folder",
+            str(resolved),
+            str(resolved),
+            {"include": list(include), "exclude": list(exclude), "identity": identity},
+        )
         self.jobs.folders_changed()
         return added
 
@@ -198,8 +202,20 @@ class Citedocs:
         out = []
         for s in self._visible(self.store.list_sources(kind)):  # type: ignore[arg-type]
             counts = self.store.counts(s.id)
-            out.append(SourceInfo(s.kind, s.name, s.uri, s.status, counts["indexed"], counts["chunks"],
-                                  counts["failed"], s.last_indexed, s.last_error, s.options))  # fmt: skip
+            out.append(
+                SourceInfo(
+                    s.kind,
+                    s.name,
+                    s.uri,
+                    s.status,
+                    counts["indexed"],
+                    counts["chunks"],
+                    counts["failed"],
+                    s.last_indexed,
+                    s.last_error,
+                    s.options,
+                )
+            )
         return out
 
     def index(
@@ -208,8 +224,9 @@ class Citedocs:
         """Index every folder (or the named folder or site); what did not change is skipped."""
         sources = [self.find_source(name)] if name else self.store.list_sources("folder")
         refresh = (lambda source: self.sites.refresh(source.name)) if name else None
-        return self.jobs.index(sources, force=force, progress=progress, refresh_site=refresh,
-                               every_folder=not name)  # fmt: skip
+        return self.jobs.index(
+            sources, force=force, progress=progress, refresh_site=refresh, every_folder=not name
+        )
 
     def ocr(self, *, progress: Callable[[OcrProgress], None] | None = None) -> OcrProgress | None:
         """OCR the scanned PDFs keyword indexing set aside (CITEDOCS_OCR); None when OCR is off."""
@@ -245,9 +262,21 @@ class Citedocs:
             state = job.state
             if state == "running" and not self.store.job_alive(job):
                 state = "interrupted"
-            jobs.append({"id": job.id, "source_id": job.source_id, "kind": job.kind, "state": state,
-                         "total": job.total, "done": job.done, "failed": job.failed, "current": job.current,
-                         "message": job.message, "started": job.started, "finished": job.finished})  # fmt: skip
+            jobs.append(
+                {
+                    "id": job.id,
+                    "source_id": job.source_id,
+                    "kind": job.kind,
+                    "state": state,
+                    "total": job.total,
+                    "done": job.done,
+                    "failed": job.failed,
+                    "current": job.current,
+                    "message": job.message,
+                    "started": job.started,
+                    "finished": job.finished,
+                }
+            )
         have, total = self.store.vector_counts()
         status = {
             "db": self.store.path,
@@ -316,8 +345,15 @@ class Citedocs:
             return SearchResult(query=query, mode=mode or self.settings.search_mode, hits=[])
         k = self.settings.top_k if k is None else k
         overlap = PASSAGE_OVERLAP if distinct else 0.0
-        result = self.engine.search(query, k=k, mode=mode, source_ids=source_ids, file_type=file_type,
-                                    wait_for_model=wait_for_model, overlap=overlap)  # fmt: skip
+        result = self.engine.search(
+            query,
+            k=k,
+            mode=mode,
+            source_ids=source_ids,
+            file_type=file_type,
+            wait_for_model=wait_for_model,
+            overlap=overlap,
+        )
         if access.current().sources is not None:  # link documents of unseen sites, had any slipped through
             result.hits = [h for h in result.hits if access.current().sees(h.source)]
         access.note(query, (h.source for h in result.hits))
@@ -414,8 +450,13 @@ class Citedocs:
     ) -> Any:
         """Fetch a site's pages ahead of questions (all, or the first `limit` not stored yet); stops with
         the process and resumes next time. Returns a PrefetchProgress."""
-        return self.sites.prefetch(name, limit, progress=progress, should_stop=self.jobs.closing.is_set,
-                                   min_interval_s=min_interval_s)  # fmt: skip
+        return self.sites.prefetch(
+            name,
+            limit,
+            progress=progress,
+            should_stop=self.jobs.closing.is_set,
+            min_interval_s=min_interval_s,
+        )
 
     def auto_prefetch(self, name: str) -> tuple[threading.Thread | None, str]:
         """After a site is added: a small one (sites.prefetch.SMALL_SITE_PAGES listed pages or fewer) is

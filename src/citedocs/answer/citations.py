@@ -166,8 +166,10 @@ def check_citations(answer: str, passages: Sequence[Hit]) -> CitationReport:
         own = [m for m in markers if span.start <= m.start < span.end]
         text = answer[span.start : span.end]
         # a passage that states the opposite ("do not need" against "need") supports nothing it shares terms with
-        held = [_NOTHING if states_the_opposite(strip_markers(text), f"{p.heading}\n{p.text}") else t
-                for p, t in zip(passages, passage_terms, strict=True)]  # fmt: skip
+        held = [
+            _NOTHING if states_the_opposite(strip_markers(text), f"{p.heading}\n{p.text}") else t
+            for p, t in zip(passages, passage_terms, strict=True)
+        ]
         sentences.append(_check_sentence(text, span.start, span.end, span.kind, own, held))
     used = sorted({n for s in sentences for n in _final_citations(s, count)})
     return CitationReport(
@@ -318,5 +320,7 @@ def withheld_reason(report: CitationReport, min_supported: float = MIN_SUPPORTED
     held, checked = report.support_counts
     if report.supported_fraction >= min_supported:
         return None
-    return (f"only {held} of {checked} checked sentences of the model's answer are supported by the sources, "
-            "so it was withheld (its words are in raw_answer)")  # fmt: skip
+    return (
+        f"only {held} of {checked} checked sentences of the model's answer are supported by the sources, "
+        "so it was withheld (its words are in raw_answer)"
+    )

@@ -106,8 +106,14 @@ class FollowUpQuery:
         return self.rewrite or self.question
 
     def to_dict(self) -> dict[str, Any]:
-        return {"question": self.question, "rewrite": self.rewrite, "by": self.by, "searched": self.searched,
-                "ms": self.ms, "fallback": self.fallback}  # fmt: skip
+        return {
+            "question": self.question,
+            "rewrite": self.rewrite,
+            "by": self.by,
+            "searched": self.searched,
+            "ms": self.ms,
+            "fallback": self.fallback,
+        }
 
 
 _HINT = (
@@ -240,8 +246,9 @@ def follow_up_gate(
             gate.best,
             gate.best_n,
         )
-    return GateDecision(True, f"With the conversation: {with_context.reason}", with_context.best,
-                        with_context.best_n)  # fmt: skip
+    return GateDecision(
+        True, f"With the conversation: {with_context.reason}", with_context.best, with_context.best_n
+    )
 
 
 # -- the model's rewrite ---------------------------------------------------------------------------------

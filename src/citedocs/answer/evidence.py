@@ -153,7 +153,13 @@ def best_sentences(
         shown.add(text.lower())
         out.append(
             EvidenceWindow(
-                s.n, hit.path, hit.heading, hit.page, *line_span(hit, s.span.start, s.span.end), text, s.score,
+                s.n,
+                hit.path,
+                hit.heading,
+                hit.page,
+                *line_span(hit, s.span.start, s.span.end),
+                text,
+                s.score,
             )
-        )  # fmt: skip
+        )
     return out

@@ -30,12 +30,28 @@ _EN_NEGATION = re.compile(
 )
 # The negative side of a yes/no pair is read as "not" + its positive side: "disabled" = "not enabled".
 _EN_NEGATIVE_SIDE = {
-    "disabled": "enabled", "disable": "enable", "disables": "enables", "optional": "required",
-    "excluded": "included", "exclude": "include", "excludes": "includes", "false": "true",
-    "deny": "allow", "denies": "allows", "denied": "allowed", "forbid": "allow", "forbids": "allows",
-    "forbidden": "allowed", "prohibit": "allow", "prohibits": "allows", "prohibited": "allowed",
-    "disallow": "allow", "disallows": "allows", "disallowed": "allowed", "unnecessary": "necessary",
-}  # fmt: skip
+    "disabled": "enabled",
+    "disable": "enable",
+    "disables": "enables",
+    "optional": "required",
+    "excluded": "included",
+    "exclude": "include",
+    "excludes": "includes",
+    "false": "true",
+    "deny": "allow",
+    "denies": "allows",
+    "denied": "allowed",
+    "forbid": "allow",
+    "forbids": "allows",
+    "forbidden": "allowed",
+    "prohibit": "allow",
+    "prohibits": "allows",
+    "prohibited": "allowed",
+    "disallow": "allow",
+    "disallows": "allows",
+    "disallowed": "allowed",
+    "unnecessary": "necessary",
+}
 # A negation reaches the next few words of its clause ("do not need 20 liters": need, 20, liters).
 NEGATION_REACH = 4
 _CLAUSE_END = frozenset({",", ";", ":", "but", "and", "or", "if", "when", "unless", "because", "so", "which"})
@@ -56,13 +72,20 @@ _JA_NOT_NEGATION = re.compile(
 _SCALES: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
     (re.compile(up, re.IGNORECASE), re.compile(down, re.IGNORECASE))
     for up, down in (
-        (r"\bbefore\b|\bprior to\b|\bearlier than\b|以前|より前|前に", r"\bafter\b|\blater than\b|以降|以後|より後|後に"),
-        (r"\b(?:(?:more|greater|higher|larger|longer) than|above|exceeds?|at least|minimum)\b|以上|超え|最小|最低",
-         r"\b(?:(?:less|fewer|lower|smaller|shorter) than|below|at most|maximum)\b|以下|未満|最大|最高"),
-        (r"\b(?:all|every|always)\b|すべて|全て|全部|常に|必ず",
-         r"\b(?:some|sometimes|several|occasionally|rarely)\b|一部|いくつか|場合がある|ことがある"),
+        (
+            r"\bbefore\b|\bprior to\b|\bearlier than\b|以前|より前|前に",
+            r"\bafter\b|\blater than\b|以降|以後|より後|後に",
+        ),
+        (
+            r"\b(?:(?:more|greater|higher|larger|longer) than|above|exceeds?|at least|minimum)\b|以上|超え|最小|最低",
+            r"\b(?:(?:less|fewer|lower|smaller|shorter) than|below|at most|maximum)\b|以下|未満|最大|最高",
+        ),
+        (
+            r"\b(?:all|every|always)\b|すべて|全て|全部|常に|必ず",
+            r"\b(?:some|sometimes|several|occasionally|rarely)\b|一部|いくつか|場合がある|ことがある",
+        ),
     )
-)  # fmt: skip
+)
 # The polarity of two sentences is compared only when the passage's sentence holds at least this share of the
 # answer sentence's words: a long answer sentence that merges several facts is left to the term check.
 MIN_SHARED = 0.5

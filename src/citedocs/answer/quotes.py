@@ -190,7 +190,16 @@ def choose_quotes(
         seen = union([seen, terms])
         used += len(text)
         out.append(
-            Quote(unit.n, unit.start, unit.end, text, hit.path, hit.heading, hit.page,
-                  *line_span(hit, unit.start, unit.end), unit.score)
-        )  # fmt: skip
+            Quote(
+                unit.n,
+                unit.start,
+                unit.end,
+                text,
+                hit.path,
+                hit.heading,
+                hit.page,
+                *line_span(hit, unit.start, unit.end),
+                unit.score,
+            )
+        )
     return out

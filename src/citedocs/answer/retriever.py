@@ -94,9 +94,13 @@ class LocalRetriever:
             if not done:
                 break
         for task in pending:
-            yield PageFetch(tasks[task], False, round((time.perf_counter() - started) * 1000, 1),
-                            error=f"still downloading after {timeout_s:g} s",
-                            hint="The answer goes on without it; it is searchable once it has arrived.")  # fmt: skip
+            yield PageFetch(
+                tasks[task],
+                False,
+                round((time.perf_counter() - started) * 1000, 1),
+                error=f"still downloading after {timeout_s:g} s",
+                hint="The answer goes on without it; it is searchable once it has arrived.",
+            )
 
     def _fetch_one(self, url: str) -> PageFetch:
         started = time.perf_counter()
@@ -105,8 +109,13 @@ class LocalRetriever:
             return round((time.perf_counter() - started) * 1000, 1)
 
         if not isinstance(self.index, PageSource):
-            return PageFetch(url, False, 0.0, error="this index cannot fetch pages",
-                             hint="Fetch it with `citedocs fetch URL`.")  # fmt: skip
+            return PageFetch(
+                url,
+                False,
+                0.0,
+                error="this index cannot fetch pages",
+                hint="Fetch it with `citedocs fetch URL`.",
+            )
         try:
             # a one-off answer (wait_for_model) exits next: its vectors are made by the next server instead
             chunks = self.index.fetch_site_page(url, embed=not self.wait_for_model)
@@ -114,8 +123,13 @@ class LocalRetriever:
             return PageFetch(url, False, ms(), error=exc.message, hint=exc.hint)
         except Exception as exc:
             log.exception("fetching %s for an answer failed", url)
-            return PageFetch(url, False, ms(), error=f"fetching failed ({type(exc).__name__})",
-                             hint="Try `citedocs fetch URL` to see the error.")  # fmt: skip
+            return PageFetch(
+                url,
+                False,
+                ms(),
+                error=f"fetching failed ({type(exc).__name__})",
+                hint="Try `citedocs fetch URL` to see the error.",
+            )
         return PageFetch(url, True, ms(), chunks)
 
 
@@ -211,8 +225,13 @@ class McpRetriever:
         self._stop = self._owner = None
 
     def _shown(self) -> str:
-        return self.server if isinstance(self.server, str) else " ".join(map(str, self.server))[:200] \
-            if isinstance(self.server, Sequence) else type(self.server).__name__  # fmt: skip
+        return (
+            self.server
+            if isinstance(self.server, str)
+            else " ".join(map(str, self.server))[:200]
+            if isinstance(self.server, Sequence)
+            else type(self.server).__name__
+        )
 
     async def aclose(self) -> None:
         async with self._lock:
@@ -222,8 +241,11 @@ class McpRetriever:
         self, query: str, *, k: int | None = None, mode: str | None = None, source: str | None = None
     ) -> SearchResult:
         values = {"query": query, "k": k or self.default_k, "mode": mode, "source": source}
-        arguments = {self.arguments[key]: value for key, value in values.items()
-                     if value is not None and key in self.arguments}  # fmt: skip
+        arguments = {
+            self.arguments[key]: value
+            for key, value in values.items()
+            if value is not None and key in self.arguments
+        }
         async with self._lock:
             for attempt in range(2):
                 client = self._client or await self._connect()
@@ -244,16 +266,20 @@ class McpRetriever:
     def _parse(self, query: str, result: Any) -> SearchResult:
         texts = [getattr(c, "text", "") for c in getattr(result, "content", None) or []]
         if getattr(result, "is_error", False) or getattr(result, "isError", False):
-            raise RetrievalToolError(f"The MCP search tool failed: {' '.join(texts)[:300]}",
-                                     "Check the question and the search arguments.")  # fmt: skip
+            raise RetrievalToolError(
+                f"The MCP search tool failed: {' '.join(texts)[:300]}",
+                "Check the question and the search arguments.",
+            )
         data = getattr(result, "structured_content", None) or getattr(result, "structuredContent", None)
         if data is None and texts:
             with contextlib.suppress(json.JSONDecodeError):
                 data = json.loads(texts[0])
         hits = data.get("hits") if isinstance(data, dict) else data
         if not isinstance(hits, list):
-            raise RetrievalToolError("The MCP search tool returned no list of hits.",
-                                     "Use a server whose search tool returns structured hits.")  # fmt: skip
+            raise RetrievalToolError(
+                "The MCP search tool returned no list of hits.",
+                "Use a server whose search tool returns structured hits.",
+            )
         mode = str(data.get("mode", "")) if isinstance(data, dict) else ""
         note = data.get("note") if isinstance(data, dict) else None
         return SearchResult(query, mode, [hit_from_mcp(h) for h in hits if isinstance(h, dict)], note)

@@ -244,8 +244,21 @@ class AnswerService:
         else:
             gate = self._gate(query, hits)
         trace.end("retrieval", {"hits": len(hits), "gate.best": round(gate.best, 3), "fetch": len(fetch)})
-        prepared = PreparedAnswer(question, hits, gate, trace, started, retrieval_ms, result.mode, result.note,
-                                  fetch=fetch, k=k, source=source, history=turns, query=query)  # fmt: skip
+        prepared = PreparedAnswer(
+            question,
+            hits,
+            gate,
+            trace,
+            started,
+            retrieval_ms,
+            result.mode,
+            result.note,
+            fetch=fetch,
+            k=k,
+            source=source,
+            history=turns,
+            query=query,
+        )
         if not fetch:
             self._choose_evidence(prepared)
         return prepared
@@ -269,8 +282,10 @@ class AnswerService:
     ) -> SearchResult:
         """Twice the passages asked for: unfetched pages (links) among them are not passages to cite. A
         follow-up searches the literal question and its rewrite (and the carried words alone), fused."""
-        results = [await self.retriever.search(text, k=min(MAX_K, 2 * k), mode=mode, source=source)
-                   for text in query.searched]  # fmt: skip
+        results = [
+            await self.retriever.search(text, k=min(MAX_K, 2 * k), mode=mode, source=source)
+            for text in query.searched
+        ]
         if len(results) == 1:
             return results[0]
         hits = fuse_rankings([r.hits for r in results])
@@ -291,10 +306,13 @@ class AnswerService:
         if self.llm is not None:
             try:
                 done = await asyncio.wait_for(
-                    self.llm.complete(rewrite_messages(history, question, new_fence()),
-                                      max_tokens=REWRITE_MAX_TOKENS, temperature=0.0),
+                    self.llm.complete(
+                        rewrite_messages(history, question, new_fence()),
+                        max_tokens=REWRITE_MAX_TOKENS,
+                        temperature=0.0,
+                    ),
                     REWRITE_TIMEOUT_S,
-                )  # fmt: skip
+                )
                 rewrite = parse_rewrite(done.text, question)
                 if rewrite is not None:
                     return FollowUpQuery(question, rewrite, "model", _ms(time.perf_counter() - started))
@@ -304,18 +322,28 @@ class AnswerService:
                 log.info("follow-up rewrite by the model failed: %s", exc)
         carried = carried_words(history, question)
         rewrite = f"{question} {' '.join(carried)}" if carried else None
-        return FollowUpQuery(question, rewrite, "terms" if rewrite else None, _ms(time.perf_counter() - started),
-                             fallback, " ".join(carried) or None)  # fmt: skip
+        return FollowUpQuery(
+            question,
+            rewrite,
+            "terms" if rewrite else None,
+            _ms(time.perf_counter() - started),
+            fallback,
+            " ".join(carried) or None,
+        )
 
     async def _fetch_pages(self, prepared: PreparedAnswer) -> AsyncGenerator[AnswerEvent, None]:
         """Fetch the pages the question needs (events as each lands), then retrieve again and gate."""
         assert isinstance(self.retriever, PageFetcher)
         urls, prepared.fetch = prepared.fetch, []
         timeout_s = ASK_FETCH_TIMEOUT_S
-        yield AnswerEvent("fetching", {
-            "urls": urls, "timeout_s": timeout_s,
-            "note": "The best candidates are documentation pages not fetched yet; fetching them first.",
-        })  # fmt: skip
+        yield AnswerEvent(
+            "fetching",
+            {
+                "urls": urls,
+                "timeout_s": timeout_s,
+                "note": "The best candidates are documentation pages not fetched yet; fetching them first.",
+            },
+        )
         started = time.perf_counter()
         prepared.trace.start("fetch", {"pages": len(urls)})
         fetched = 0
@@ -349,9 +377,13 @@ class AnswerService:
             yield self._refused_before_model(prepared)
             return
         if self.llm is None:
-            yield self._error(prepared, "generation", "No language model is configured.",
-                              "Run `citedocs model install`, or set CITEDOCS_LLM_BASE_URL, or CITEDOCS_LLM_GGUF for a local "
-                              "llama.cpp server.")  # fmt: skip
+            yield self._error(
+                prepared,
+                "generation",
+                "No language model is configured.",
+                "Run `citedocs model install`, or set CITEDOCS_LLM_BASE_URL, or CITEDOCS_LLM_GGUF for a local "
+                "llama.cpp server.",
+            )
             return
         messages, _ = build_messages(
             prepared.question, prepared.hits, history=compact_history(prepared.history)
@@ -397,11 +429,17 @@ class AnswerService:
             raise
         except Exception:
             log.exception("answer %s failed", prepared.trace.trace_id)
-            terminal = self._error(prepared, "internal", "An internal error stopped the answer.",
-                                   _INTERNAL_HINT, "".join(pieces))  # fmt: skip
+            terminal = self._error(
+                prepared, "internal", "An internal error stopped the answer.", _INTERNAL_HINT, "".join(pieces)
+            )
         if terminal is None:
-            terminal = self._error(prepared, "generation", "The model stream ended without a finish.",
-                                   "Try again; if it persists, check the model server's log.", "".join(pieces))  # fmt: skip
+            terminal = self._error(
+                prepared,
+                "generation",
+                "The model stream ended without a finish.",
+                "Try again; if it persists, check the model server's log.",
+                "".join(pieces),
+            )
         yield terminal
 
     async def stream(
@@ -424,8 +462,15 @@ class AnswerService:
             return
         except Exception:
             log.exception("retrieval failed")
-            yield _event("error", error_data("retrieval", "Searching the index failed.",
-                                                   "Run `citedocs status` to check the index.", None))  # fmt: skip
+            yield _event(
+                "error",
+                error_data(
+                    "retrieval",
+                    "Searching the index failed.",
+                    "Run `citedocs status` to check the index.",
+                    None,
+                ),
+            )
             return
         async with contextlib.aclosing(self.generate(prepared)) as events:
             async for event in events:
@@ -446,14 +491,25 @@ class AnswerService:
     # -- terminal events --------------------------------------------------------------------------
     def _refused_before_model(self, prepared: PreparedAnswer) -> AnswerEvent:
         total_ms = _ms(time.perf_counter() - prepared.started)
-        timings: TimingsData = {"retrieval_ms": prepared.retrieval_ms, "fetch_ms": prepared.fetch_ms,
-                                "ttft_ms": None, "generation_ms": None, "total_ms": total_ms}  # fmt: skip
+        timings: TimingsData = {
+            "retrieval_ms": prepared.retrieval_ms,
+            "fetch_ms": prepared.fetch_ms,
+            "ttft_ms": None,
+            "generation_ms": None,
+            "total_ms": total_ms,
+        }
         self.stats.record(AnswerRecord("refusal", _plain(timings), gate_refusal=True))
         prepared.trace.finish({"refused": True, "refused.before_model": True})
-        done = done_data(answer=refusal_sentence(question_language(prepared.question)), refused=True,
-                         refused_before_model=True, refusal_reason=prepared.gate.reason,
-                         relevance=prepared.gate.best, timings=timings, trace_id=prepared.trace.trace_id,
-                         quotes=[])  # fmt: skip
+        done = done_data(
+            answer=refusal_sentence(question_language(prepared.question)),
+            refused=True,
+            refused_before_model=True,
+            refusal_reason=prepared.gate.reason,
+            relevance=prepared.gate.best,
+            timings=timings,
+            trace_id=prepared.trace.trace_id,
+            quotes=[],
+        )
         return _event("done", done)
 
     def _done(
@@ -475,26 +531,63 @@ class AnswerService:
         )
         citations = [] if refused else report.citations
         total_ms = _ms(time.perf_counter() - prepared.started)
-        timings: TimingsData = {"retrieval_ms": prepared.retrieval_ms, "fetch_ms": prepared.fetch_ms,
-                                "ttft_ms": ttft_ms, "generation_ms": generation_ms, "total_ms": total_ms}  # fmt: skip
+        timings: TimingsData = {
+            "retrieval_ms": prepared.retrieval_ms,
+            "fetch_ms": prepared.fetch_ms,
+            "ttft_ms": ttft_ms,
+            "generation_ms": generation_ms,
+            "total_ms": total_ms,
+        }
         usage = finish.usage
-        self.stats.record(AnswerRecord("refusal" if refused else "answer", _plain(timings), usage.prompt_tokens,
-                                       usage.completion_tokens, finish.cost_usd))  # fmt: skip
-        prepared.trace.end("generation", {"finish_reason": finish.finish_reason,
-                                          "tokens.prompt": usage.prompt_tokens,
-                                          "tokens.completion": usage.completion_tokens})  # fmt: skip
-        prepared.trace.finish({"refused": refused, "refused.withheld": reason is not None, "citations": len(citations),
-                               "invalid_citations": len(report.invalid_citations)})  # fmt: skip
-        usage_data: UsageData = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-                                 "estimated": usage.estimated}  # fmt: skip
+        self.stats.record(
+            AnswerRecord(
+                "refusal" if refused else "answer",
+                _plain(timings),
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                finish.cost_usd,
+            )
+        )
+        prepared.trace.end(
+            "generation",
+            {
+                "finish_reason": finish.finish_reason,
+                "tokens.prompt": usage.prompt_tokens,
+                "tokens.completion": usage.completion_tokens,
+            },
+        )
+        prepared.trace.finish(
+            {
+                "refused": refused,
+                "refused.withheld": reason is not None,
+                "citations": len(citations),
+                "invalid_citations": len(report.invalid_citations),
+            }
+        )
+        usage_data: UsageData = {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "estimated": usage.estimated,
+        }
         usage_data.update(_cache_usage(finish))
-        done = done_data(answer=answer, raw_answer=raw, citations=citations, refused=refused,
-                         refusal_reason=reason, relevance=prepared.gate.best, truncated=finish.truncated,
-                         finish_reason=finish.finish_reason,
-                         model=finish.model or (self.llm.model if self.llm else None), usage=usage_data,
-                         timings=timings, cost_usd=finish.cost_usd, trace_id=prepared.trace.trace_id,
-                         report=report.to_dict(), quotes=prepared.quotes("" if refused else answer, refused),
-                         asks_back=asks_back)  # fmt: skip
+        done = done_data(
+            answer=answer,
+            raw_answer=raw,
+            citations=citations,
+            refused=refused,
+            refusal_reason=reason,
+            relevance=prepared.gate.best,
+            truncated=finish.truncated,
+            finish_reason=finish.finish_reason,
+            model=finish.model or (self.llm.model if self.llm else None),
+            usage=usage_data,
+            timings=timings,
+            cost_usd=finish.cost_usd,
+            trace_id=prepared.trace.trace_id,
+            report=report.to_dict(),
+            quotes=prepared.quotes("" if refused else answer, refused),
+            asks_back=asks_back,
+        )
         return _event("done", done)
 
     def _looped(self, messages: Sequence[Mapping[str, Any]], pieces: int) -> Finish:
@@ -513,8 +606,9 @@ class AnswerService:
         status: int | None = None,
     ) -> AnswerEvent:
         total_ms = _ms(time.perf_counter() - prepared.started)
-        self.stats.record(AnswerRecord("error", {"retrieval_ms": prepared.retrieval_ms, "total_ms": total_ms},
-                                       stage=stage))  # fmt: skip
+        self.stats.record(
+            AnswerRecord("error", {"retrieval_ms": prepared.retrieval_ms, "total_ms": total_ms}, stage=stage)
+        )
         prepared.trace.finish(error=message)
         data = error_data(stage, message, hint, prepared.trace.trace_id, partial_text)
         if status is not None:

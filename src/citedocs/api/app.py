@@ -64,13 +64,17 @@ MAX_ANSWER_K = 20
 Mode = Literal["keyword", "semantic", "hybrid"]
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 VALIDATION_HINTS = {
-    "/ask": (f'Send JSON like {{"question": "How do I ...?"}} with a question of 1-{MAX_QUESTION_CHARS} '
-             f'characters, an optional integer k (1-{MAX_ANSWER_K}) and mode (keyword, semantic or hybrid), and '
-             f'for a follow-up a history of at most {MAX_TURNS} turns {{"role": "user" or "assistant", "content": '
-             f'"..."}}, {MAX_HISTORY_CHARS:,} characters in all (start a new conversation when it grows longer).'),
-    "/search": (f'Send JSON like {{"query": "rotate logs"}} with a query of 1-{MAX_QUESTION_CHARS} characters, an '
-                f"optional integer k (1-{MAX_K}), mode (keyword, semantic or hybrid), source and file_type."),
-}  # fmt: skip
+    "/ask": (
+        f'Send JSON like {{"question": "How do I ...?"}} with a question of 1-{MAX_QUESTION_CHARS} '
+        f"characters, an optional integer k (1-{MAX_ANSWER_K}) and mode (keyword, semantic or hybrid), and "
+        f'for a follow-up a history of at most {MAX_TURNS} turns {{"role": "user" or "assistant", "content": '
+        f'"..."}}, {MAX_HISTORY_CHARS:,} characters in all (start a new conversation when it grows longer).'
+    ),
+    "/search": (
+        f'Send JSON like {{"query": "rotate logs"}} with a query of 1-{MAX_QUESTION_CHARS} characters, an '
+        f"optional integer k (1-{MAX_K}), mode (keyword, semantic or hybrid), source and file_type."
+    ),
+}
 
 
 class _Question(BaseModel):
@@ -85,8 +89,10 @@ class _Question(BaseModel):
     @staticmethod
     def _no_control(value: str | None) -> str | None:
         if value is not None and CONTROL.search(value):
-            raise ValueError("must not contain control characters (NUL, newline, tab, ...): send the name "
-                             "as plain text, as `citedocs list` shows it")  # fmt: skip
+            raise ValueError(
+                "must not contain control characters (NUL, newline, tab, ...): send the name "
+                "as plain text, as `citedocs list` shows it"
+            )
         return value
 
 
@@ -157,16 +163,26 @@ router = APIRouter()
 
 async def _prepare(state: ApiState, body: AskRequest) -> PreparedAnswer:
     try:
-        return await state.answers.prepare(body.question, k=body.k, mode=body.mode, source=body.source,
-                                           history=[turn.model_dump() for turn in body.history])  # fmt: skip
+        return await state.answers.prepare(
+            body.question,
+            k=body.k,
+            mode=body.mode,
+            source=body.source,
+            history=[turn.model_dump() for turn in body.history],
+        )
     except (InputError, NotFoundError):
         raise
     except CitedocsError as exc:
         raise api_error(exc, stage="retrieval") from None
     except Exception:
         log.exception("retrieval failed")
-        raise ApiError(500, "internal", "Searching the index failed.", "Try again; if it persists, check the "
-                       "server log.", stage="retrieval") from None  # fmt: skip
+        raise ApiError(
+            500,
+            "internal",
+            "Searching the index failed.",
+            "Try again; if it persists, check the server log.",
+            stage="retrieval",
+        ) from None
 
 
 @router.post("/ask", response_model=None)
@@ -180,8 +196,13 @@ async def ask(
 ) -> Response:
     if not state.slots.try_acquire():
         wait = state.retry_after_s()
-        raise ApiError(503, "busy", f"{state.slots.limit} answers are already in flight.",
-                       f"Retry in {wait} s (see the Retry-After header).", headers={"Retry-After": str(wait)})  # fmt: skip
+        raise ApiError(
+            503,
+            "busy",
+            f"{state.slots.limit} answers are already in flight.",
+            f"Retry in {wait} s (see the Retry-After header).",
+            headers={"Retry-After": str(wait)},
+        )
     handed_off = False
     try:
         prepared = await _prepare(state, body)
@@ -208,8 +229,12 @@ async def ask(
             data = await run_until_disconnect(request, events)
         except AnswerFailed as exc:
             status = 500 if exc.stage == "internal" else 502
-            envelope = error_envelope(f"{exc.stage}_failed", exc.message, exc.hint,
-                                      **{k: v for k, v in exc.data.items() if k not in ("message", "hint")})  # fmt: skip
+            envelope = error_envelope(
+                f"{exc.stage}_failed",
+                exc.message,
+                exc.hint,
+                **{k: v for k, v in exc.data.items() if k not in ("message", "hint")},
+            )
             return JSONResponse(envelope, status_code=status)
         except ClientGone:
             return Response(status_code=499)
@@ -236,16 +261,24 @@ async def healthz(state: StateDep) -> dict[str, Any]:
     healthy = model["state"] in ("ready", "external") and (
         not endpoints or any(endpoint["state"] != "down" for endpoint in endpoints)
     )
-    return {"status": "ok" if healthy else "degraded", "in_flight": state.slots.in_flight,
-            "max_concurrent": state.slots.limit, "model": model}  # fmt: skip
+    return {
+        "status": "ok" if healthy else "degraded",
+        "in_flight": state.slots.in_flight,
+        "max_concurrent": state.slots.limit,
+        "model": model,
+    }
 
 
 @router.get("/stats")
 async def stats(state: StateDep) -> dict[str, Any]:
     watch = await anyio.to_thread.run_sync(state.app.watch_status)  # each folder's watcher (docs/watching.md)
-    return {**state.answers.stats.snapshot(), "in_flight": state.slots.in_flight,
-            "max_concurrent": state.slots.limit, "watch": watch,
-            "model": {"name": state.model.label(), "state": state.model.state}}  # fmt: skip
+    return {
+        **state.answers.stats.snapshot(),
+        "in_flight": state.slots.in_flight,
+        "max_concurrent": state.slots.limit,
+        "watch": watch,
+        "model": {"name": state.model.label(), "state": state.model.state},
+    }
 
 
 class SessionRequest(_Question):
@@ -257,9 +290,17 @@ async def start_session(body: SessionRequest, state: StateDep) -> JSONResponse:
     """The page's sign-in: a valid token becomes an HttpOnly, SameSite=Strict session cookie (no CSRF: no
     other site's page can send it, and the Origin check refuses foreign pages)."""
     principal = await anyio.to_thread.run_sync(state.app.authenticate, body.token)
-    response = JSONResponse({"success": True, "data": {"token": principal.name, "scope": principal.scope,
-                             "sources": None if principal.sources is None else sorted(principal.sources)},
-                             "error": None})  # fmt: skip
+    response = JSONResponse(
+        {
+            "success": True,
+            "data": {
+                "token": principal.name,
+                "scope": principal.scope,
+                "sources": None if principal.sources is None else sorted(principal.sources),
+            },
+            "error": None,
+        }
+    )
     response.set_cookie(COOKIE, body.token, httponly=True, samesite="strict", path="/")
     return response
 
@@ -338,9 +379,12 @@ def create_app(
     api.add_middleware(BareMountPaths, paths=tuple(mounts))
     if settings.auth == "tokens":
         audit_to_stderr()
-        api.add_middleware(TokenAuth, authenticate=library.authenticate,
-                           quota=AnswerQuota(settings.auth_answers_per_minute),
-                           fetches=library.sso.would_fetch if library.sso is not None else None)  # fmt: skip
+        api.add_middleware(
+            TokenAuth,
+            authenticate=library.authenticate,
+            quota=AnswerQuota(settings.auth_answers_per_minute),
+            fetches=library.sso.would_fetch if library.sso is not None else None,
+        )
     hosts = list(hosts) if hosts is not None else allowed_hosts(settings.mcp_allowed_hosts)
     api.add_middleware(HostGuard, hosts=hosts, origins=allowed_origins(hosts) if origins is None else origins)
     api.add_middleware(HeadAsGet)

@@ -213,6 +213,11 @@ def _audit(method: str, path: str, record: dict[str, Any], started: float) -> No
     """One line per request: who, what, how big, which sources answered; never a token or document text."""
     audit.info(
         "token=%s %s %s status=%s query_chars=%d sources=%s ms=%.1f",
-        record["token"] or "-", method, path, record["status"], record.get("query_chars", 0),
-        ",".join(record.get("sources", [])) or "-", (time.perf_counter() - started) * 1000,
-    )  # fmt: skip
+        record["token"] or "-",
+        method,
+        path,
+        record["status"],
+        record.get("query_chars", 0),
+        ",".join(record.get("sources", [])) or "-",
+        (time.perf_counter() - started) * 1000,
+    )

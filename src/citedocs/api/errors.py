@@ -132,9 +132,11 @@ def install_error_handlers(app: FastAPI, validation_hints: Mapping[str, str]) ->
             )
         else:
             envelope = error_envelope(
-                "http_error", str(exc.detail), "See docs/http-api.md for the routes: POST /ask, POST /search, "
+                "http_error",
+                str(exc.detail),
+                "See docs/http-api.md for the routes: POST /ask, POST /search, "
                 "GET /healthz, GET /stats, GET /.",
-            )  # fmt: skip
+            )
         return JSONResponse(envelope, status_code=exc.status_code, headers=exc.headers)
 
 

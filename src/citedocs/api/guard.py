@@ -29,16 +29,26 @@ class HostGuard:
         headers = {name: value.decode("latin-1") for name, value in scope.get("headers", [])}
         host, origin = headers.get(b"host"), headers.get(b"origin")
         if host is None or not matches(host, self.hosts):
-            await self._refuse(scope, send, 421, "host_not_allowed",
-                               f"This server does not answer to the name {_shown(host)}.",
-                               f"Open it as {self._home(scope)}; to serve it under another name, add that "
-                               f"name to {SETTING} (comma-separated, e.g. docs.internal or "
-                               "docs.internal:443).")  # fmt: skip
+            await self._refuse(
+                scope,
+                send,
+                421,
+                "host_not_allowed",
+                f"This server does not answer to the name {_shown(host)}.",
+                f"Open it as {self._home(scope)}; to serve it under another name, add that "
+                f"name to {SETTING} (comma-separated, e.g. docs.internal or "
+                "docs.internal:443).",
+            )
         elif origin is not None and not matches(origin, self.origins):
-            await self._refuse(scope, send, 403, "origin_not_allowed",
-                               f"Requests from pages at {_shown(origin)} are not allowed.",
-                               f"Use the citedocs page itself ({self._home(scope)}); to let pages of "
-                               f"another name call it, add that name to {SETTING}.")  # fmt: skip
+            await self._refuse(
+                scope,
+                send,
+                403,
+                "origin_not_allowed",
+                f"Requests from pages at {_shown(origin)} are not allowed.",
+                f"Use the citedocs page itself ({self._home(scope)}); to let pages of "
+                f"another name call it, add that name to {SETTING}.",
+            )
         else:
             await self.app(scope, receive, send)
 
@@ -53,9 +63,16 @@ class HostGuard:
             await send({"type": "websocket.close", "code": 1008})
             return
         body = json.dumps(error_envelope(code, message, hint)).encode("utf-8")
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode())]})  # fmt: skip
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 

@@ -48,9 +48,13 @@ class LlmProbe:
     async def check(self, handle: ModelHandle) -> dict[str, Any]:
         described = handle.describe()
         state = described["state"]
-        info: dict[str, Any] = {"configured": state != "none", "state": state,
-                                "model": (handle.name or described.get("model") or described.get("name")),
-                                "base_url": described.get("base_url"), "reachable": None}  # fmt: skip
+        info: dict[str, Any] = {
+            "configured": state != "none",
+            "state": state,
+            "model": (handle.name or described.get("model") or described.get("name")),
+            "base_url": described.get("base_url"),
+            "reachable": None,
+        }
         problem = handle.unavailable()  # the verdict `status` and MCP's tool list give, once the model is up
         info["can_answer"] = problem is None
         info["problem"], info["next_step"] = (problem[1], problem[2]) if problem else (None, None)
@@ -106,11 +110,24 @@ async def read(
         page = await anyio.to_thread.run_sync(lambda: library.sites.fetch(path))
         lines = page.markdown.split("\n")
         last = min(last, len(lines))
-        return {"path": page.url, "start_line": first, "end_line": last, "total_lines": len(lines),
-                "text": "\n".join(lines[first - 1 : last]), "format": "markdown", "title": page.title}  # fmt: skip
+        return {
+            "path": page.url,
+            "start_line": first,
+            "end_line": last,
+            "total_lines": len(lines),
+            "text": "\n".join(lines[first - 1 : last]),
+            "format": "markdown",
+            "title": page.title,
+        }
     result = await anyio.to_thread.run_sync(lambda: library.read(path, first, last))
-    return {"path": result.path, "start_line": result.start_line, "end_line": result.end_line,
-            "total_lines": result.total_lines, "text": result.text, "format": result.format}  # fmt: skip
+    return {
+        "path": result.path,
+        "start_line": result.start_line,
+        "end_line": result.end_line,
+        "total_lines": result.total_lines,
+        "text": result.text,
+        "format": result.format,
+    }
 
 
 @router.get("/read/page", response_class=Response, responses={200: {"content": {"image/png": {}}}})
@@ -124,9 +141,15 @@ async def read_page(
     if any(ord(c) < 32 or ord(c) == 127 for c in path):
         raise InputError("The path contains control characters.", READ_HINT)
     rendered = await anyio.to_thread.run_sync(lambda: library.page_image(path, page, text))
-    return Response(rendered.png, media_type="image/png",
-                    headers={"X-Citedocs-Pages": str(rendered.pages), "X-Citedocs-Marked": str(rendered.found),
-                             "Cache-Control": "no-store"})  # fmt: skip
+    return Response(
+        rendered.png,
+        media_type="image/png",
+        headers={
+            "X-Citedocs-Pages": str(rendered.pages),
+            "X-Citedocs-Marked": str(rendered.found),
+            "Cache-Control": "no-store",
+        },
+    )
 
 
 @router.get("/topics")
@@ -170,7 +193,11 @@ async def help_page(name: str) -> PlainTextResponse:
     """A docs page from the checkout (docs/NAME.md), for the page's links; 404 where docs are not installed."""
     file = HELP_PAGES.get(name)
     if file is None or not (DOCS_DIR / file).is_file():
-        raise ApiError(404, "not_found", f"No help page {name!r} here.",
-                       "Read docs/models.md (and the other docs) in the citedocs source repository.")  # fmt: skip
+        raise ApiError(
+            404,
+            "not_found",
+            f"No help page {name!r} here.",
+            "Read docs/models.md (and the other docs) in the citedocs source repository.",
+        )
     text = (DOCS_DIR / file).read_text(encoding="utf-8")
     return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")

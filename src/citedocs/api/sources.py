@@ -53,8 +53,10 @@ def writes_problem(settings: Settings) -> str | None:
     if settings.read_only is True:
         return "This server is read-only (CITEDOCS_READ_ONLY=true or `citedocs serve --read-only`)."
     if settings.read_only is None and not _is_loopback(settings.host):
-        return (f"This server is bound to {settings.host}, not a loopback address, so the page cannot change what "
-                "is registered.")  # fmt: skip
+        return (
+            f"This server is bound to {settings.host}, not a loopback address, so the page cannot change what "
+            "is registered."
+        )
     return None
 
 
@@ -132,8 +134,13 @@ def _writable(request: Request) -> Citedocs:
     library = _library(request)
     problem = writes_problem(library.settings)
     if problem is not None:
-        raise ApiError(403, "read_only", problem, "Change sources with the `citedocs` command on the server "
-                       "machine, or restart it with CITEDOCS_READ_ONLY=false to allow the page to.")  # fmt: skip
+        raise ApiError(
+            403,
+            "read_only",
+            problem,
+            "Change sources with the `citedocs` command on the server "
+            "machine, or restart it with CITEDOCS_READ_ONLY=false to allow the page to.",
+        )
     return library
 
 
@@ -159,8 +166,12 @@ def _with_failures(library: Citedocs) -> list[dict[str, Any]]:
 async def list_sources(library: Library) -> dict[str, Any]:
     sources = await anyio.to_thread.run_sync(lambda: _with_failures(library))
     problem = writes_problem(library.settings)
-    return {"sources": sources, "file_types": library.file_types(), "writable": problem is None,
-            "read_only_reason": problem}  # fmt: skip
+    return {
+        "sources": sources,
+        "file_types": library.file_types(),
+        "writable": problem is None,
+        "read_only_reason": problem,
+    }
 
 
 def _info(library: Citedocs, uri: str) -> dict[str, Any]:
@@ -170,9 +181,11 @@ def _info(library: Citedocs, uri: str) -> dict[str, Any]:
 @router.post("/sources", status_code=202)
 async def add_folder(body: AddFolder, library: Writable, jobs: Jobs) -> dict[str, Any]:
     if not Path(body.path).expanduser().is_absolute():
-        raise InputError(f"{body.path} is not a full path.",
-                         "Give the folder's full path, e.g. /home/me/docs (the server does not know where the "
-                         "page was opened).")  # fmt: skip
+        raise InputError(
+            f"{body.path} is not a full path.",
+            "Give the folder's full path, e.g. /home/me/docs (the server does not know where the "
+            "page was opened).",
+        )
 
     def register() -> dict[str, Any]:
         source = library.add_folder(body.path, body.include, body.exclude)

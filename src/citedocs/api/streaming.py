@@ -41,8 +41,17 @@ def encode_event(event: AnswerEvent) -> bytes:
 
 
 def _internal_error() -> AnswerEvent:
-    return AnswerEvent("error", dict(error_data("internal", "An internal error stopped the answer.",
-                                                "Try again; if it persists, check the server log.", None)))  # fmt: skip
+    return AnswerEvent(
+        "error",
+        dict(
+            error_data(
+                "internal",
+                "An internal error stopped the answer.",
+                "Try again; if it persists, check the server log.",
+                None,
+            )
+        ),
+    )
 
 
 async def _finish(task: asyncio.Task[Any]) -> None:

@@ -48,9 +48,16 @@ class TextGuard:
         except InputError as exc:
             status, code = status_for(exc)
             data = json.dumps(error_envelope(code, exc.message, exc.hint)).encode("utf-8")
-            await send({"type": "http.response.start", "status": status,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(data)).encode())]})  # fmt: skip
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(data)).encode()),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": data})
             return
 

@@ -87,8 +87,11 @@ def add(
     background `citedocs embed` (one per index); `citedocs status` shows the progress. `--wait` makes them
     here, before the command returns."""
     with service(db) as app_:
-        source = run(lambda: app_.add_folder(path, include or (), exclude or (),
-                                             allow_system_folder=allow_system_folder))  # fmt: skip
+        source = run(
+            lambda: app_.add_folder(
+                path, include or (), exclude or (), allow_system_folder=allow_system_folder
+            )
+        )
         if not as_json:
             out.print(f"registered [bold]{escape(one_line(source.uri))}[/bold]")
         if not no_index:
@@ -201,8 +204,10 @@ def status(db: DbOption = None, as_json: JsonOption = False) -> None:
         ocr = data["ocr"]
         if ocr["enabled"] or ocr["pending"]:
             state = "on" if ocr["enabled"] else "off"
-            out.print(f"OCR: {state} ({ocr['languages']}), {ocr['pending']} scanned PDFs waiting, "
-                      f"{len(ocr['ocred'])} OCRed" + (f"; {ocr['problem']}" if ocr["problem"] else ""))  # fmt: skip
+            out.print(
+                f"OCR: {state} ({ocr['languages']}), {ocr['pending']} scanned PDFs waiting, "
+                f"{len(ocr['ocred'])} OCRed" + (f"; {ocr['problem']}" if ocr["problem"] else "")
+            )
         for f in data["failures"][:20]:
             out.print(
                 f"  [yellow]failed[/yellow] {escape(one_line(f['path']))}: {escape(one_line(f['reason']))}"
@@ -253,8 +258,10 @@ def _llm_line(llm: dict[str, Any]) -> str:
     if llm["kind"] == "external":
         return f"LLM: {llm['base_url']} (model {llm['model']!r})"
     if llm["kind"] == "installed":
-        return (f"LLM: installed model {llm['model']} ({llm['gguf']}) through {llm['llama_server']} "
-                "(started by `citedocs serve`, `ask` and `mcp`)")  # fmt: skip
+        return (
+            f"LLM: installed model {llm['model']} ({llm['gguf']}) through {llm['llama_server']} "
+            "(started by `citedocs serve`, `ask` and `mcp`)"
+        )
     if llm["kind"] == "gguf":
         return f"LLM: {llm['gguf']} through {llm['llama_server']} (started by `citedocs serve` and `citedocs ask`)"
     return f"LLM: none configured; search works; for answers: {llm['next_step']} (docs/models.md)"
@@ -294,10 +301,15 @@ def search(
         one_off = mode is None and app_.embedder is not None
         result = run(
             lambda: app_.search(
-                query, k=k, mode="keyword" if one_off else mode, source=source, file_type=file_type,
-                wait_for_model=True, distinct=True,
+                query,
+                k=k,
+                mode="keyword" if one_off else mode,
+                source=source,
+                file_type=file_type,
+                wait_for_model=True,
+                distinct=True,
             )
-        )  # fmt: skip
+        )
         if one_off and result.hits:
             result.note = ((result.note + " ") if result.note else "") + ONE_OFF_NOTE
         found = result.to_dict()  # the same object as the HTTP API's /search
@@ -376,8 +388,15 @@ def read(
     with service(db, create=False) as app_:
         result = run(lambda: app_.read(path, start, end))
         if as_json:
-            print_json({"path": result.path, "start_line": result.start_line, "end_line": result.end_line,
-                        "total_lines": result.total_lines, "text": result.text})  # fmt: skip
+            print_json(
+                {
+                    "path": result.path,
+                    "start_line": result.start_line,
+                    "end_line": result.end_line,
+                    "total_lines": result.total_lines,
+                    "text": result.text,
+                }
+            )
             return
         sys.stdout.write(shown(result.text) + "\n")
 

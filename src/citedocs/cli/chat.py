@@ -48,11 +48,16 @@ def run_chat(app: Any, first: str | None, *, k: int | None, mode: str | None, as
             print_answer(data)
             query = data.get("query") or {}
             if query.get("rewrite"):
-                console.print(f"[dim](searched with the conversation: {escape(str(query['rewrite']))})[/dim]",
-                              highlight=False)  # fmt: skip
+                console.print(
+                    f"[dim](searched with the conversation: {escape(str(query['rewrite']))})[/dim]",
+                    highlight=False,
+                )
         if dropped:
-            console.print(f"[dim](the conversation is at its limit: its {dropped} oldest turns are left out "
-                          f"from now on; start a new one for a new topic)[/dim]", highlight=False)  # fmt: skip
+            console.print(
+                f"[dim](the conversation is at its limit: its {dropped} oldest turns are left out "
+                f"from now on; start a new one for a new topic)[/dim]",
+                highlight=False,
+            )
         sys.stdout.flush()
 
     run(lambda: app.chat(read_question, on_answer, k=k, mode=mode, on_event=None if as_json else show_event))

@@ -89,11 +89,23 @@ def eval_answer(
         settings = settings.model_copy(update={"top_k": k})
     judge_client = None
     if judge_base_url:
-        judge_client = LLMClient.from_settings(settings.model_copy(update={"llm_base_url": judge_base_url,
-                                                                           "llm_model": judge_model}))  # fmt: skip
+        judge_client = LLMClient.from_settings(
+            settings.model_copy(update={"llm_base_url": judge_base_url, "llm_model": judge_model})
+        )
     loaded = run(lambda: load_cases(*cases))
-    result = run(lambda: run_answer_eval(corpus, loaded, settings, run_dir=run_dir, judge_client=judge_client,
-                                         use_judge=judge, limit=limit, every=every, index_db=index_db))  # fmt: skip
+    result = run(
+        lambda: run_answer_eval(
+            corpus,
+            loaded,
+            settings,
+            run_dir=run_dir,
+            judge_client=judge_client,
+            use_judge=judge,
+            limit=limit,
+            every=every,
+            index_db=index_db,
+        )
+    )
     if as_json:
         print_json(result)
     else:

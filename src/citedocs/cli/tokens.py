@@ -13,8 +13,9 @@ import typer
 
 from citedocs.cli.common import DbOption, JsonOption, console, out, print_json, run, service
 
-token_app = typer.Typer(help="Tokens for a shared server: create, list, revoke (see docs/teams.md).",
-                        no_args_is_help=True)  # fmt: skip
+token_app = typer.Typer(
+    help="Tokens for a shared server: create, list, revoke (see docs/teams.md).", no_args_is_help=True
+)
 
 
 def _when(epoch: float | None) -> str:
@@ -45,8 +46,10 @@ def create(
         return
     out.print(secret)
     seen = "every source" if record.sources is None else ", ".join(record.sources)
-    console.print(f"created token {record.name!r}: scope {record.scope}, sees {seen}, expires "
-                  f"{_when(record.expires)}. It is shown only now; send it as `Authorization: Bearer <token>`.")  # fmt: skip
+    console.print(
+        f"created token {record.name!r}: scope {record.scope}, sees {seen}, expires "
+        f"{_when(record.expires)}. It is shown only now; send it as `Authorization: Bearer <token>`."
+    )
 
 
 @token_app.command("list")

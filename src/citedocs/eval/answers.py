@@ -161,18 +161,31 @@ async def _run(
                 unparsed += bad
             per_case[case.id] = {**score_case(case, data, judgements), "answer_error": 0.0}
             details[case.id] = {
-                "kind": case.kind, "question": case.question, "answer": data.get("answer"),
-                "raw_answer": data.get("raw_answer"), "refused": data.get("refused"),
-                "refused_before_model": data.get("refused_before_model"), "citations": data.get("citations"),
-                "sources": [source_label(s["n"], s["path"], s.get("heading")) for s in data.get("sources", [])],
-                "judgements": judgements, "timings": data.get("timings"), "usage": data.get("usage"),
+                "kind": case.kind,
+                "question": case.question,
+                "answer": data.get("answer"),
+                "raw_answer": data.get("raw_answer"),
+                "refused": data.get("refused"),
+                "refused_before_model": data.get("refused_before_model"),
+                "citations": data.get("citations"),
+                "sources": [
+                    source_label(s["n"], s["path"], s.get("heading")) for s in data.get("sources", [])
+                ],
+                "judgements": judgements,
+                "timings": data.get("timings"),
+                "usage": data.get("usage"),
                 "finish_reason": data.get("finish_reason"),
-                "evidence": data.get("evidence"), "prompt": prepared.messages, "quotes": data.get("quotes"),
-            }  # fmt: skip
+                "evidence": data.get("evidence"),
+                "prompt": prepared.messages,
+                "quotes": data.get("quotes"),
+            }
     finally:
         await handle.stop()
-    meta = {"seconds": round(time.perf_counter() - started, 1), "judge_unparsed": unparsed,
-            "model": service.llm.model if service.llm else None}  # fmt: skip
+    meta = {
+        "seconds": round(time.perf_counter() - started, 1),
+        "judge_unparsed": unparsed,
+        "model": service.llm.model if service.llm else None,
+    }
     return per_case, details, meta
 
 
@@ -212,5 +225,10 @@ def run_answer_eval(
         write_run(run_dir, per_case, meta, details)
         if pairs:
             write_pairs(run_dir, pairs)
-    return {"kind": "answer", "cases": len(per_case), **extra, **summarize(columns(per_case)),
-            "run_dir": str(run_dir) if run_dir else None}  # fmt: skip
+    return {
+        "kind": "answer",
+        "cases": len(per_case),
+        **extra,
+        **summarize(columns(per_case)),
+        "run_dir": str(run_dir) if run_dir else None,
+    }

@@ -24,8 +24,13 @@ from citedocs.settings import Settings
 from citedocs.store import DocumentRecord
 
 DEPTH = 100
-MODE_ALIASES = {"bm25": "keyword", "keyword": "keyword", "vector": "semantic", "semantic": "semantic",
-                "hybrid": "hybrid"}  # fmt: skip
+MODE_ALIASES = {
+    "bm25": "keyword",
+    "keyword": "keyword",
+    "vector": "semantic",
+    "semantic": "semantic",
+    "hybrid": "hybrid",
+}
 
 
 @dataclass(slots=True)
@@ -112,12 +117,19 @@ def run_beir(
     latencies.sort()
     n = len(latencies)
     return {
-        "dataset": folder.name, "split": split, "mode": {"keyword": "bm25", "semantic": "vector"}.get(mode, mode),
-        "ndcg@10": round(sum(ndcg) / n, 4), "recall@100": round(sum(recall) / n, 4), "mrr@10": round(sum(mrr) / n, 4),
-        "queries": n, "docs": len(data.corpus), "index_seconds": round(index_seconds, 2),
-        "query_ms_p50": round(latencies[n // 2], 2), "query_ms_p95": round(latencies[min(n - 1, int(n * 0.95))], 2),
+        "dataset": folder.name,
+        "split": split,
+        "mode": {"keyword": "bm25", "semantic": "vector"}.get(mode, mode),
+        "ndcg@10": round(sum(ndcg) / n, 4),
+        "recall@100": round(sum(recall) / n, 4),
+        "mrr@10": round(sum(mrr) / n, 4),
+        "queries": n,
+        "docs": len(data.corpus),
+        "index_seconds": round(index_seconds, 2),
+        "query_ms_p50": round(latencies[n // 2], 2),
+        "query_ms_p95": round(latencies[min(n - 1, int(n * 0.95))], 2),
         "embedder": None if app.embedder is None else app.embedder.name,
-    }  # fmt: skip
+    }
 
 
 def _rank(app: Citedocs, query: str, mode: str) -> list[str]:

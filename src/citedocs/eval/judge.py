@@ -82,9 +82,12 @@ def judge_messages(sentence: str, passage: str) -> list[dict[str, str]]:
     window = relevant_window(passage, sentence)
     return [
         {"role": "system", "content": JUDGE_SYSTEM},
-        {"role": "user", "content": f"Passage:\n<<<\n{window}\n>>>\n\nSentence:\n<<<\n{sentence}\n>>>\n\n"
-                                    "Does the passage support the sentence? Answer yes or no."},
-    ]  # fmt: skip
+        {
+            "role": "user",
+            "content": f"Passage:\n<<<\n{window}\n>>>\n\nSentence:\n<<<\n{sentence}\n>>>\n\n"
+            "Does the passage support the sentence? Answer yes or no.",
+        },
+    ]
 
 
 def parse_verdict(text: str) -> bool | None:

@@ -99,8 +99,13 @@ def judge_agreement(judged: list[dict[str, Any]], graded: list[dict[str, Any]]) 
     human_yes = sum(1 for _, b in both if b) / n
     chance = judge_yes * human_yes + (1 - judge_yes) * (1 - human_yes)
     kappa = (agree - chance) / (1 - chance) if chance < 1 else 1.0
-    return {"pairs": n, "agreement": round(agree, 3), "kappa": round(kappa, 3),
-            "judge_precision": round(judge_yes, 3), "human_precision": round(human_yes, 3)}  # fmt: skip
+    return {
+        "pairs": n,
+        "agreement": round(agree, 3),
+        "kappa": round(kappa, 3),
+        "judge_precision": round(judge_yes, 3),
+        "human_precision": round(human_yes, 3),
+    }
 
 
 def hand_score(run_dir: Path, out_dir: Path, graded: list[dict[str, Any]]) -> dict[str, int]:
@@ -127,8 +132,10 @@ def hand_score(run_dir: Path, out_dir: Path, graded: list[dict[str, Any]]) -> di
         judgements = run.details.get(case_id, {}).get("judgements")
         if judgements is not None:
             pairs = iter(by_case.get(case_id, []))
-            verdicts = [[grades.get((case_id, p["sentence"], p["n"])) for p in _take(pairs, len(row))]
-                        for row in judgements]  # fmt: skip
+            verdicts = [
+                [grades.get((case_id, p["sentence"], p["n"])) for p in _take(pairs, len(row))]
+                for row in judgements
+            ]
             complete = all(v is not None for row in verdicts for v in row)
             hand = [[bool(v) for v in row] for row in verdicts]
             metrics["citation_precision"] = citation_precision(hand) if complete else None

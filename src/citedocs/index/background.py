@@ -102,9 +102,14 @@ def start_embedder(store: Store, db: str) -> Embedder | None:
         with open(log, "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "citedocs", "embed", "--detached", "--db", db],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                close_fds=True, pass_fds=(fd,), env={**os.environ, HANDOFF_ENV: str(fd)},
-            )  # fmt: skip
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=(fd,),
+                env={**os.environ, HANDOFF_ENV: str(fd)},
+            )
         Path(lock).write_text(str(proc.pid), encoding="utf-8")
     finally:
         os.close(fd)  # the child holds the lock through its own copy of the descriptor

@@ -83,6 +83,12 @@ def embed_pending(
         store.update_job(job, state="failed", message=str(exc), finished=time.time())
         raise
     state.seconds = time.perf_counter() - started
-    store.update_job(job, state="done", done=state.done, total=state.total, finished=time.time(),
-                     message=f"{state.embedded} chunks embedded in {state.seconds:.1f} s")  # fmt: skip
+    store.update_job(
+        job,
+        state="done",
+        done=state.done,
+        total=state.total,
+        finished=time.time(),
+        message=f"{state.embedded} chunks embedded in {state.seconds:.1f} s",
+    )
     return state

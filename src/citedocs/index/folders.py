@@ -87,8 +87,15 @@ class FolderIndexer:
         state.current = None
         state.seconds = time.perf_counter() - started
         summary = f"{state.indexed} indexed, {state.unchanged} unchanged, {state.failed} failed, {state.removed} removed"
-        self.store.update_job(job, state="done", done=state.done, failed=state.failed, current=None,
-                              message=summary, finished=time.time())  # fmt: skip
+        self.store.update_job(
+            job,
+            state="done",
+            done=state.done,
+            failed=state.failed,
+            current=None,
+            message=summary,
+            finished=time.time(),
+        )
         self.store.update_source(source.id, status="ready", last_indexed=time.time())
         if self.progress:
             self.progress(state)
@@ -156,8 +163,11 @@ class FolderIndexer:
                 return self.index(source, should_stop=should_stop)
             files = {item.rel_path for item in found}  # a path found as itself is a file: nothing below it
             shown = [shown_name(r) for r in rels]  # as the store holds them (a name not UTF-8 is escaped)
-            existing = self.store.documents_within(source.id, [str(root / r) for r in shown if r in files],
-                                                   [str(root / r) for r in shown if r not in files])  # fmt: skip
+            existing = self.store.documents_within(
+                source.id,
+                [str(root / r) for r in shown if r in files],
+                [str(root / r) for r in shown if r not in files],
+            )
             present = {str(item.path) for item in found}
             # purged first: a renamed file is never found twice, under its old and its new name
             gone = [doc.id for path, doc in existing.items() if path not in present and doc.id is not None]
@@ -168,8 +178,9 @@ class FolderIndexer:
                     state.cancelled = True
                     break
                 state.current = item.rel_path
-                self._index_file(handle, source, item, existing.get(str(item.path)), False,
-                                 rules["max_bytes"], state)  # fmt: skip
+                self._index_file(
+                    handle, source, item, existing.get(str(item.path)), False, rules["max_bytes"], state
+                )
                 state.done += 1
         state.current = None
         state.seconds = time.perf_counter() - started
@@ -187,9 +198,14 @@ class FolderIndexer:
     ) -> None:
         fmt = format_for(item.path)
         record = DocumentRecord(
-            path=str(item.path), rel_path=item.rel_path, format=fmt, size=item.size, mtime_ns=item.mtime_ns,
-            sha256=None, status="indexed",
-        )  # fmt: skip
+            path=str(item.path),
+            rel_path=item.rel_path,
+            format=fmt,
+            size=item.size,
+            mtime_ns=item.mtime_ns,
+            sha256=None,
+            status="indexed",
+        )
         if item.problem:
             if old and old.status == "failed" and old.reason == item.problem and old.size == item.size:
                 state.unchanged += 1

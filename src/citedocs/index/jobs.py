@@ -158,8 +158,18 @@ class IndexJobs:
             try:
                 for source in sources:
                     with self.store.source_lock(source.id):
-                        done = self._on_folder(source, lambda s, stop: ocr_source(
-                            self.store, self.settings, s, state, job=job, should_stop=stop, progress=progress))  # fmt: skip
+                        done = self._on_folder(
+                            source,
+                            lambda s, stop: ocr_source(
+                                self.store,
+                                self.settings,
+                                s,
+                                state,
+                                job=job,
+                                should_stop=stop,
+                                progress=progress,
+                            ),
+                        )
                     finished = finished and done is not False and not self.closing.is_set()
             except Exception as exc:
                 self.store.update_job(job, state="failed", message=str(exc), finished=time.time())
@@ -181,8 +191,13 @@ class IndexJobs:
                 if isinstance(self.embedder.inner, AutoEmbedder):  # re-embedding everything: choose again
                     self.store.set_meta(CHOICE_KEY, "")
                     self.embedder.inner.reset()
-            return embed_pending(self.store, self.embedder, batch=self.settings.embed_batch, progress=progress,
-                                 should_stop=self.closing.is_set)  # fmt: skip
+            return embed_pending(
+                self.store,
+                self.embedder,
+                batch=self.settings.embed_batch,
+                progress=progress,
+                should_stop=self.closing.is_set,
+            )
 
     def wait_for_embeddings(self, timeout: float | None = None) -> None:
         """Block until the background embedding pass (if any) is done; run it here if none is running."""
@@ -247,8 +262,11 @@ class IndexJobs:
         from citedocs.index.watch import watch_status
 
         watcher = self.watcher
-        return watch_status(self.store, watcher.states() if watcher else None,
-                            disabled=watcher is not None and not self.settings.watch)  # fmt: skip
+        return watch_status(
+            self.store,
+            watcher.states() if watcher else None,
+            disabled=watcher is not None and not self.settings.watch,
+        )
 
     def _apply_changes(self, source_id: int, paths: Sequence[str] | None) -> IndexProgress | None:
         """What the watcher saw change (or the whole folder, for None), indexed incrementally; then embedded."""

@@ -89,9 +89,14 @@ def ocr_source(
             if job is not None:
                 store.update_job(job, current=doc.rel_path)
             record = DocumentRecord(
-                path=doc.path, rel_path=doc.rel_path, format=doc.format, size=doc.size, mtime_ns=doc.mtime_ns,
-                sha256=doc.sha256, status="indexed",
-            )  # fmt: skip
+                path=doc.path,
+                rel_path=doc.rel_path,
+                format=doc.format,
+                size=doc.size,
+                mtime_ns=doc.mtime_ns,
+                sha256=doc.sha256,
+                status="indexed",
+            )
             try:
                 data = handle.read(doc.rel_path, max_bytes)
                 record.sha256 = hashlib.sha256(data).hexdigest()
@@ -130,12 +135,25 @@ def finish_ocr_job(store: Store, job: int, state: OcrProgress, started: float, *
     state.seconds = time.perf_counter() - started
     state.current = None
     if stopped:
-        store.update_job(job, state="interrupted", done=state.done, failed=state.failed, finished=time.time(),
-                         message="stopped before the end; the files still waiting are OCRed on the next run")  # fmt: skip
+        store.update_job(
+            job,
+            state="interrupted",
+            done=state.done,
+            failed=state.failed,
+            finished=time.time(),
+            message="stopped before the end; the files still waiting are OCRed on the next run",
+        )
         return
-    store.update_job(job, state="done", done=state.done, failed=state.failed, current=None, finished=time.time(),
-                     message=f"{state.ocred} PDFs OCRed ({state.pages} pages), {state.failed} failed, "
-                     f"in {state.seconds:.1f} s")  # fmt: skip
+    store.update_job(
+        job,
+        state="done",
+        done=state.done,
+        failed=state.failed,
+        current=None,
+        finished=time.time(),
+        message=f"{state.ocred} PDFs OCRed ({state.pages} pages), {state.failed} failed, "
+        f"in {state.seconds:.1f} s",
+    )
 
 
 def ocr_status(store: Store, settings: Settings) -> dict[str, object]:

@@ -72,8 +72,10 @@ def read_page_image(
     """Page `page` of a registered PDF as a PNG, `passage` marked on it (the web page's "open the cited place")."""
     resolved, data = read_bytes(store, settings, path, visible)
     if not data.startswith(b"%PDF"):
-        raise InputError(f"{resolved.name} is not a PDF, so it has no page images.",
-                         "Read its text instead (GET /read, `citedocs read`).")  # fmt: skip
+        raise InputError(
+            f"{resolved.name} is not a PDF, so it has no page images.",
+            "Read its text instead (GET /read, `citedocs read`).",
+        )
     return render_page(data, resolved.name, page, passage)
 
 

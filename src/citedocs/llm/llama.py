@@ -137,8 +137,19 @@ class LlamaServer:
 
     def command(self) -> list[str]:
         binary = self._resolve_binary()
-        args = [binary, "-m", str(self.gguf), "--host", self.host, "--port", str(self.port),
-                "--parallel", str(self.parallel), "-c", str(self.parallel * self.ctx_per_slot)]  # fmt: skip
+        args = [
+            binary,
+            "-m",
+            str(self.gguf),
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--parallel",
+            str(self.parallel),
+            "-c",
+            str(self.parallel * self.ctx_per_slot),
+        ]
         if self.threads:
             args += ["-t", str(self.threads)]
         wanted = repack_args(self.repack, cpu_flags())
@@ -258,6 +269,12 @@ class LlamaServer:
         self.state = "stopped"
 
     def describe(self) -> dict[str, object]:
-        return {"state": self.state, "base_url": self.base_url if self.port else None, "pid": self.pid,
-                "gguf": str(self.gguf), "parallel": self.parallel, "restarts": self.restarts,
-                "last_error": self.last_error or None}  # fmt: skip
+        return {
+            "state": self.state,
+            "base_url": self.base_url if self.port else None,
+            "pid": self.pid,
+            "gguf": str(self.gguf),
+            "parallel": self.parallel,
+            "restarts": self.restarts,
+            "last_error": self.last_error or None,
+        }

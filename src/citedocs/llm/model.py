@@ -33,8 +33,10 @@ log = logging.getLogger(__name__)
 INSTALL_STEP = (
     "Run `citedocs model install` (a local model and a prebuilt server, a few minutes the first time)"
 )
-NONE_STEP = (f"{INSTALL_STEP}, or set CITEDOCS_LLM_BASE_URL to an OpenAI-compatible server, or CITEDOCS_LLM_GGUF "
-             "to a GGUF file.")  # fmt: skip
+NONE_STEP = (
+    f"{INSTALL_STEP}, or set CITEDOCS_LLM_BASE_URL to an OpenAI-compatible server, or CITEDOCS_LLM_GGUF "
+    "to a GGUF file."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +52,11 @@ class Readiness:
 def _no_server(binary: str) -> Readiness | None:
     if shutil.which(binary) is not None:
         return None
-    return Readiness(False, f"There is no llama.cpp server to run the model ({binary!r} is not an executable).",
-                     f"{INSTALL_STEP}; it installs a prebuilt server, or set CITEDOCS_LLM_SERVER to one.")  # fmt: skip
+    return Readiness(
+        False,
+        f"There is no llama.cpp server to run the model ({binary!r} is not an executable).",
+        f"{INSTALL_STEP}; it installs a prebuilt server, or set CITEDOCS_LLM_SERVER to one.",
+    )
 
 
 def readiness(settings: Settings) -> Readiness:
@@ -61,18 +66,25 @@ def readiness(settings: Settings) -> Readiness:
         return Readiness(True)
     if settings.llm_gguf:
         if not Path(settings.llm_gguf).expanduser().is_file():
-            return Readiness(False, f"CITEDOCS_LLM_GGUF names {settings.llm_gguf}, which is not a file.",
-                             "Point CITEDOCS_LLM_GGUF at a GGUF file, or unset it and run `citedocs model install`.")  # fmt: skip
+            return Readiness(
+                False,
+                f"CITEDOCS_LLM_GGUF names {settings.llm_gguf}, which is not a file.",
+                "Point CITEDOCS_LLM_GGUF at a GGUF file, or unset it and run `citedocs model install`.",
+            )
         return _no_server(server_binary(settings)) or Readiness(True)
     installed = chosen_model(settings)
     if installed is not None:
         return _no_server(server_binary(settings)) or Readiness(True)
     if settings.llm_local_model or installed_models(settings):
         name = settings.llm_local_model or "the installed model"
-        return Readiness(False, f"{name} is not installed as it was checked (missing, or changed on disk).",
-                         f"Run `citedocs model install{' --model ' + settings.llm_local_model if settings.llm_local_model else ''}` to check it again.")  # fmt: skip
-    return Readiness(False, "No language model is configured, so questions cannot be answered (search works).",
-                     NONE_STEP)  # fmt: skip
+        return Readiness(
+            False,
+            f"{name} is not installed as it was checked (missing, or changed on disk).",
+            f"Run `citedocs model install{' --model ' + settings.llm_local_model if settings.llm_local_model else ''}` to check it again.",
+        )
+    return Readiness(
+        False, "No language model is configured, so questions cannot be answered (search works).", NONE_STEP
+    )
 
 
 def configured_llm(settings: Settings) -> dict[str, Any]:
@@ -83,15 +95,33 @@ def configured_llm(settings: Settings) -> dict[str, Any]:
     verdict = {"can_answer": ready.can_answer, "problem": ready.problem, "next_step": ready.next_step}
     urls = split_urls(settings.llm_base_url)
     if urls:
-        return {"configured": True, "kind": "external", "model": settings.llm_model,
-                "base_url": ",".join(redact_url(url) for url in urls), **verdict}  # fmt: skip
+        return {
+            "configured": True,
+            "kind": "external",
+            "model": settings.llm_model,
+            "base_url": ",".join(redact_url(url) for url in urls),
+            **verdict,
+        }
     if settings.llm_gguf:
-        return {"configured": True, "kind": "gguf", "model": settings.llm_model, "gguf": settings.llm_gguf,
-                "llama_server": server_binary(settings), **verdict}  # fmt: skip
+        return {
+            "configured": True,
+            "kind": "gguf",
+            "model": settings.llm_model,
+            "gguf": settings.llm_gguf,
+            "llama_server": server_binary(settings),
+            **verdict,
+        }
     installed = chosen_model(settings)
     if installed is not None:
-        return {"configured": True, "kind": "installed", "model": installed.name, "gguf": installed.path,
-                "llama_server": server_binary(settings), "license": installed.license, **verdict}  # fmt: skip
+        return {
+            "configured": True,
+            "kind": "installed",
+            "model": installed.name,
+            "gguf": installed.path,
+            "llama_server": server_binary(settings),
+            "license": installed.license,
+            **verdict,
+        }
     return {"configured": False, "kind": "none", "model": None, **verdict}
 
 
@@ -133,8 +163,13 @@ class ModelHandle:
             return cls(local, server=LlamaServer.from_settings(local), owns_client=True)
         installed = chosen_model(settings)
         if installed is not None:
-            local = settings.model_copy(update={"llm_gguf": installed.path, "llm_server": server_binary(settings),
-                                                "llm_model": installed.name})  # fmt: skip
+            local = settings.model_copy(
+                update={
+                    "llm_gguf": installed.path,
+                    "llm_server": server_binary(settings),
+                    "llm_model": installed.name,
+                }
+            )
             handle = cls(local, server=LlamaServer.from_settings(local), owns_client=True)
             handle.name = installed.name
             return handle
@@ -188,8 +223,12 @@ class ModelHandle:
             return (503, blocked.problem or "No language model can answer.", blocked.next_step or NONE_STEP)
         if state in ("starting", "restarting", "stopped"):
             return (503, f"The local model server is {state}.", "Retry in a few seconds.")
-        hint = (f"Run `citedocs model install --model {self.name}` to check the model and server again, then "
-                "restart." if self.name else "Check CITEDOCS_LLM_GGUF and CITEDOCS_LLM_SERVER, then restart the server.")  # fmt: skip
+        hint = (
+            f"Run `citedocs model install --model {self.name}` to check the model and server again, then "
+            "restart."
+            if self.name
+            else "Check CITEDOCS_LLM_GGUF and CITEDOCS_LLM_SERVER, then restart the server."
+        )
         return (
             503,
             f"The local model server failed: {self.error or self.describe().get('last_error')}",

@@ -53,9 +53,11 @@ def model_fixable(fn: Callable[P, R]) -> Callable[P, R]:
 def _refuse_control(name: str, value: object) -> None:
     for text in value if isinstance(value, list) else [value]:
         if isinstance(text, str) and (found := CONTROL.search(text)):
-            raise ToolError(f"{name} contains a control character ({found.group()!r} at position "
-                            f"{found.start()}). Pass it as plain text, exactly as list_folders, search or "
-                            "docs_home show it.")  # fmt: skip
+            raise ToolError(
+                f"{name} contains a control character ({found.group()!r} at position "
+                f"{found.start()}). Pass it as plain text, exactly as list_folders, search or "
+                "docs_home show it."
+            )
 
 
 def argument_problem(exc: ValidationError) -> str:
@@ -64,8 +66,12 @@ def argument_problem(exc: ValidationError) -> str:
     for error in exc.errors():
         name = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body",)) or "an argument"
         context = error.get("ctx") or {}
-        limits = {"less_than_equal": f"at most {context.get('le')}", "greater_than_equal": f"at least {context.get('ge')}",
-                  "less_than": f"less than {context.get('lt')}", "greater_than": f"more than {context.get('gt')}"}  # fmt: skip
+        limits = {
+            "less_than_equal": f"at most {context.get('le')}",
+            "greater_than_equal": f"at least {context.get('ge')}",
+            "less_than": f"less than {context.get('lt')}",
+            "greater_than": f"more than {context.get('gt')}",
+        }
         wanted = limits.get(str(error.get("type")), str(error.get("msg", "invalid")).lower())
         got = error.get("input")
         shown = "" if isinstance(got, dict) else f" (got {got!r})"

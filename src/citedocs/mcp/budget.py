@@ -71,8 +71,11 @@ def fit_items(
         for item, text in zip(items, texts, strict=True):
             if text_key in item:
                 item[text_key] = cut(text, cap)
-        return Fitted(items, f"passage text shortened to fit the ~{max_chars}-character budget; "
-                             "read_file the hit's lines for the full text")  # fmt: skip
+        return Fitted(
+            items,
+            f"passage text shortened to fit the ~{max_chars}-character budget; "
+            "read_file the hit's lines for the full text",
+        )
     items = bare
     note = "passage text left out to fit the budget; read_file the hit's lines to see it"
     if json_size(items) > max_chars:
@@ -84,8 +87,10 @@ def fit_items(
     while len(items) > 1 and json_size(items) > max_chars:
         items.pop()
     if len(items) < total:
-        note = (f"{note}; showing the top {len(items)} of {total} results — ask for fewer or narrow the "
-                "search to see the others")  # fmt: skip
+        note = (
+            f"{note}; showing the top {len(items)} of {total} results — ask for fewer or narrow the "
+            "search to see the others"
+        )
     return Fitted(items, note)
 
 

@@ -233,8 +233,9 @@ def run_stdio(settings: Settings, read_only: bool = False) -> None:
     previous = signal.getsignal(signal.SIGTERM)
     try:
         answers = answers_enabled(app)
-        instructions = instructions_for(app, read_only=read_only, max_chars=result_budget(app.settings),
-                                        answers=answers)  # fmt: skip
+        instructions = instructions_for(
+            app, read_only=read_only, max_chars=result_budget(app.settings), answers=answers
+        )
         early = EarlyHandshake(instructions, read_only=read_only, answers=answers)
         wire = claim_wire()
         loader = _ServerLoader(app, read_only, instructions)

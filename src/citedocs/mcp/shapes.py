@@ -144,10 +144,16 @@ def folder_out(info: Any) -> FolderOut:
     """From a service SourceInfo."""
     options = info.options or {}
     return FolderOut(
-        path=info.uri, status=info.status, docs=info.docs, chunks=info.chunks, failed=info.failed,
-        last_indexed=iso_time(info.last_indexed), last_error=info.last_error,
-        include_globs=list(options.get("include") or []), exclude_globs=list(options.get("exclude") or []),
-    )  # fmt: skip
+        path=info.uri,
+        status=info.status,
+        docs=info.docs,
+        chunks=info.chunks,
+        failed=info.failed,
+        last_indexed=iso_time(info.last_indexed),
+        last_error=info.last_error,
+        include_globs=list(options.get("include") or []),
+        exclude_globs=list(options.get("exclude") or []),
+    )
 
 
 def hit_dict(hit: Any, *, with_text: bool = True) -> dict[str, Any]:

@@ -41,15 +41,28 @@ __all__ = ["handshake_messages", "record", "sdk_replies", "settings_for_variant"
 def handshake_messages(protocol: str) -> list[dict[str, Any]]:
     """What a client sends first: initialize (id 1), initialized, tools/list (id 2)."""
     return [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": protocol, "capabilities": {}, "clientInfo": {"name": "snapshot", "version": "1"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": protocol,
+                "capabilities": {},
+                "clientInfo": {"name": "snapshot", "version": "1"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    ]  # fmt: skip
+    ]
 
 
-def sdk_replies(app: Citedocs, messages: Sequence[dict[str, Any] | bytes], *, read_only: bool = False,
-                instructions: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def sdk_replies(
+    app: Citedocs,
+    messages: Sequence[dict[str, Any] | bytes],
+    *,
+    read_only: bool = False,
+    instructions: str | None = None,
+) -> list[dict[str, Any]]:
     """What the SDK server writes when `messages` (objects, or raw lines) arrive on a wire that then ends."""
     server = build_server(app, read_only=read_only, instructions=instructions)
     lines = [m if isinstance(m, bytes) else json.dumps(m).encode() for m in messages]
@@ -61,9 +74,16 @@ def sdk_replies(app: Citedocs, messages: Sequence[dict[str, Any] | bytes], *, re
 
 def settings_for_variant(folder: Path, *, answers: bool) -> Settings:
     """Settings for a throwaway index in `folder`; `answers` configures a model (never contacted)."""
-    return Settings(db=str(folder / "index.sqlite3"), llm_base_url="http://127.0.0.1:9/v1" if answers else "",
-                    llm_gguf="", llm_local_model="", llm_models_dir=str(folder / "models"), watch=False,
-                    embedder="none", default_sites=False)  # fmt: skip
+    return Settings(
+        db=str(folder / "index.sqlite3"),
+        llm_base_url="http://127.0.0.1:9/v1" if answers else "",
+        llm_gguf="",
+        llm_local_model="",
+        llm_models_dir=str(folder / "models"),
+        watch=False,
+        embedder="none",
+        default_sites=False,
+    )
 
 
 def record() -> dict[str, Any]:
@@ -80,8 +100,11 @@ def record() -> dict[str, Any]:
                 protocols[protocol] = {"initialize": initialize, "tools/list": tools}
         finally:
             app.close()
-    recording: dict[str, Any] = {"packages": installed_versions(), "tool_sources": tool_sources_digest(),
-                                 "protocols": protocols}  # fmt: skip
+    recording: dict[str, Any] = {
+        "packages": installed_versions(),
+        "tool_sources": tool_sources_digest(),
+        "protocols": protocols,
+    }
     shared = next(iter(protocols.values()))["tools/list"]
     if all(entry["tools/list"] == shared for entry in protocols.values()):  # one copy, not four of 35 KB
         for entry in protocols.values():

@@ -232,8 +232,11 @@ async def serve_stdio(
             tg.start_soon(stop_on_signal)
             async with stdio_server(**streams) as (read_stream, write_stream):
                 pending = _Pending()
-                await lowlevel.run(_Reader(read_stream, pending, replay, write_stream), _Writer(write_stream, pending),
-                                   lowlevel.create_initialization_options())  # fmt: skip
+                await lowlevel.run(
+                    _Reader(read_stream, pending, replay, write_stream),
+                    _Writer(write_stream, pending),
+                    lowlevel.create_initialization_options(),
+                )
             tg.cancel_scope.cancel()
     finally:
         close = getattr(server, "answers_close", None)  # the model server `ask` started, if any

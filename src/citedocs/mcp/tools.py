@@ -152,10 +152,12 @@ class _FolderTools:
         info = next(i for i in self.app.list_sources("folder") if i.uri == source.uri)
         already = source.uri in before
         return AddFolderOut(
-            folder=folder_out(info), already_registered=already, indexing=True,
+            folder=folder_out(info),
+            already_registered=already,
+            indexing=True,
             message=("Already registered; checking for changed files." if already else "Registered.")
             + " Indexing runs in the background: call index_status to follow it; search works meanwhile.",
-        )  # fmt: skip
+        )
 
     def remove_folder(
         self, path: Annotated[str, Field(description="A registered folder path, as list_folders shows it.")]
@@ -188,8 +190,12 @@ class _FolderTools:
         its surroundings. A passage that repeats a better-ranked one is left out for the next one."""
         result = self.app.search(query, k=top_k, mode=mode, source=folder, file_type=file_type, distinct=True)
         fitted = fit_items([hit_dict(h) for h in result.hits], self.budget - 600)
-        return SearchOut(query=query, mode=result.mode, hits=[HitOut(**h) for h in fitted.items],
-                         note=_join(result.note, fitted.note))  # fmt: skip
+        return SearchOut(
+            query=query,
+            mode=result.mode,
+            hits=[HitOut(**h) for h in fitted.items],
+            note=_join(result.note, fitted.note),
+        )
 
     def read_file(
         self,
@@ -203,9 +209,16 @@ class _FolderTools:
         inside registered folders can be read. Long output stops early and gives next_start_line."""
         read = self.app.read(path, start_line, end_line)
         window = fit_lines(read.text.split("\n"), read.start_line, read.total_lines, self.budget - 400)
-        return ReadOut(path=read.path, start_line=read.start_line, end_line=window.end_line,
-                       total_lines=read.total_lines, format=read.format, text=window.text,
-                       next_start_line=window.next_start_line, note=window.note)  # fmt: skip
+        return ReadOut(
+            path=read.path,
+            start_line=read.start_line,
+            end_line=window.end_line,
+            total_lines=read.total_lines,
+            format=read.format,
+            text=window.text,
+            next_start_line=window.next_start_line,
+            note=window.note,
+        )
 
     def find_similar(
         self,
@@ -219,8 +232,11 @@ class _FolderTools:
         result = finder(path, top_k)
         hits = result.hits if hasattr(result, "hits") else result
         fitted = fit_items([hit_dict(h) for h in hits], self.budget - 600)
-        return SimilarOut(path=path, hits=[HitOut(**h) for h in fitted.items],
-                          note=_join(getattr(result, "note", None), fitted.note))  # fmt: skip
+        return SimilarOut(
+            path=path,
+            hits=[HitOut(**h) for h in fitted.items],
+            note=_join(getattr(result, "note", None), fitted.note),
+        )
 
     def reindex(
         self,
@@ -242,18 +258,24 @@ class _FolderTools:
     def index_status(self) -> StatusOut:
         """Index totals, embedding model state, background job progress and files that failed to index."""
         status = self.app.status()
-        jobs = [{**j, "started": iso_time(j.get("started")), "finished": iso_time(j.get("finished"))}
-                for j in status["jobs"][:5]]  # fmt: skip
+        jobs = [
+            {**j, "started": iso_time(j.get("started")), "finished": iso_time(j.get("finished"))}
+            for j in status["jobs"][:5]
+        ]
         active = any(t.is_alive() for t in self.threads) or any(j["state"] == "running" for j in jobs)
         failures = status["failures"]
         note = None
         if len(failures) > MAX_FAILURES_SHOWN:
             note = f"showing {MAX_FAILURES_SHOWN} of {len(failures)} failed files"
-        return StatusOut(totals=status["totals"], embedder=status.get("embedder"),
-                         indexing=IndexingOut(active=active, jobs=jobs),
-                         folders=[folder_out(i) for i in self.app.list_sources("folder")],
-                         failures=failures[:MAX_FAILURES_SHOWN], note=note,
-                         watch=status.get("watch", []))  # fmt: skip
+        return StatusOut(
+            totals=status["totals"],
+            embedder=status.get("embedder"),
+            indexing=IndexingOut(active=active, jobs=jobs),
+            folders=[folder_out(i) for i in self.app.list_sources("folder")],
+            failures=failures[:MAX_FAILURES_SHOWN],
+            note=note,
+            watch=status.get("watch", []),
+        )
 
 
 _FETCH_PAGES = (
@@ -342,8 +364,14 @@ class _SiteTools:
             note = (
                 f"page cut to fit the budget; call fetch_doc again with offset={window.next_offset} for more"
             )
-        return {**page, "markdown": window.text, "offset": offset, "total_chars": len(markdown),
-                "next_offset": window.next_offset, "note": note}  # fmt: skip
+        return {
+            **page,
+            "markdown": window.text,
+            "offset": offset,
+            "total_chars": len(markdown),
+            "next_offset": window.next_offset,
+            "note": note,
+        }
 
     def add_doc_source(
         self,

@@ -106,8 +106,14 @@ def run_http(
         extra = list(allowed_hosts) or settings.mcp_allowed_hosts
         asgi = http_app(app, read_only, port=bound_port, host=host, allowed_hosts=extra)
         shown = f"[{host}]" if ":" in host else host
-        serve(asgi, sock, settings, on_ready=lambda: print(
-            f"citedocs MCP server on http://{shown}:{bound_port}/mcp", file=sys.stderr, flush=True))  # fmt: skip
+        serve(
+            asgi,
+            sock,
+            settings,
+            on_ready=lambda: print(
+                f"citedocs MCP server on http://{shown}:{bound_port}/mcp", file=sys.stderr, flush=True
+            ),
+        )
     finally:
         app.close()  # waits for a model load or background job still running (see Citedocs.close)
         sock.close()

@@ -140,8 +140,12 @@ def ocr_image(command: str, image: bytes, options: OcrOptions, name: str) -> Pag
     try:
         done = subprocess.run(
             [command, "stdin", "stdout", "-l", options.languages, "--dpi", str(options.dpi), "tsv"],
-            input=image, capture_output=True, timeout=options.page_seconds, env=env, check=False,
-        )  # fmt: skip
+            input=image,
+            capture_output=True,
+            timeout=options.page_seconds,
+            env=env,
+            check=False,
+        )
     except subprocess.TimeoutExpired as exc:
         raise ParseError(
             f"{name}: OCR of one page took longer than {options.page_seconds:g} s; not indexed",

@@ -47,9 +47,12 @@ def save_segment(store: Store, db: Path, segment: Segment, seq: int) -> bool:
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
     try:
         with partial.open("wb") as fh:
-            np.savez(fh, meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8),
-                     vocab=np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8),
-                     **{name: getattr(segment, name) for name in _ARRAYS})  # fmt: skip
+            np.savez(
+                fh,
+                meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8),
+                vocab=np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8),
+                **{name: getattr(segment, name) for name in _ARRAYS},
+            )
         os.replace(partial, target)
     except OSError:
         with contextlib.suppress(OSError):
@@ -66,7 +69,10 @@ def load_segment(store: Store, db: Path) -> tuple[Segment, int] | None:
             meta = json.loads(saved["meta"].tobytes().decode("utf-8"))
             seq = int(meta["seq"])
             if meta.get("format") != FORMAT or {**meta, "avgdl": None, "format_names": None} != {
-                **(_identity(store, db, seq) or {}), "avgdl": None, "format_names": None}:  # fmt: skip
+                **(_identity(store, db, seq) or {}),
+                "avgdl": None,
+                "format_names": None,
+            }:
                 return None
             text = saved["vocab"].tobytes().decode("utf-8")
             terms = text.split("\n") if text else []
@@ -75,7 +81,11 @@ def load_segment(store: Store, db: Path) -> tuple[Segment, int] | None:
         return None
     if arrays["offsets"].shape[0] != len(terms) + 1:
         return None
-    segment = Segment(vocab=dict(zip(terms, range(len(terms)), strict=True)), avgdl=float(meta["avgdl"]),
-                      format_names=tuple(meta["format_names"]), dead=np.zeros(0, dtype=np.int32),
-                      **arrays)  # fmt: skip
+    segment = Segment(
+        vocab=dict(zip(terms, range(len(terms)), strict=True)),
+        avgdl=float(meta["avgdl"]),
+        format_names=tuple(meta["format_names"]),
+        dead=np.zeros(0, dtype=np.int32),
+        **arrays,
+    )
     return segment, seq

@@ -261,9 +261,14 @@ class KeywordIndex:
         )
         if not self.enabled:
             state = "off"  # CITEDOCS_KEYWORD_MEMORY=false
-        return {"state": state, "chunks": self.chunks, "bytes": self.nbytes, "builds": self.builds,
-                "load_seconds": None if self.load_seconds is None else round(self.load_seconds, 3),
-                "error": self.last_error}  # fmt: skip
+        return {
+            "state": state,
+            "chunks": self.chunks,
+            "bytes": self.nbytes,
+            "builds": self.builds,
+            "load_seconds": None if self.load_seconds is None else round(self.load_seconds, 3),
+            "error": self.last_error,
+        }
 
     @property
     def nbytes(self) -> int:

@@ -46,16 +46,32 @@ def link_document(link: DocLink, japanese: bool | None = None) -> tuple[Document
     body_terms = index_text(f"{text} {link.section}", japanese)
     digest = hashlib.sha256(embedding_input(title, text).encode()).hexdigest()
     chunk = ChunkRecord(
-        chunk_id=chunk_id_for(link.url, title, text, {}), ord=0, heading=title, page_start=None,
-        page_end=None, line_start=1, line_end=1, text=text, sha256=digest, tokens=len(text.split()),
-        heading_terms=heading_terms, body_terms=body_terms,
-    )  # fmt: skip
+        chunk_id=chunk_id_for(link.url, title, text, {}),
+        ord=0,
+        heading=title,
+        page_start=None,
+        page_end=None,
+        line_start=1,
+        line_end=1,
+        text=text,
+        sha256=digest,
+        tokens=len(text.split()),
+        heading_terms=heading_terms,
+        body_terms=body_terms,
+    )
     record = DocumentRecord(
-        path=link.url, rel_path=link.url, format=LINK_FORMAT, size=None, mtime_ns=None,
+        path=link.url,
+        rel_path=link.url,
+        format=LINK_FORMAT,
+        size=None,
+        mtime_ns=None,
         # "ja": a link analysed as Japanese is written again (once) where an older analysis cut it into bigrams
-        sha256=hashlib.sha256(f"{title}\0{text}\0{link.section}{chr(0) + 'ja' if japanese else ''}".encode()).hexdigest(),
-        status="indexed", title=title,
-    )  # fmt: skip
+        sha256=hashlib.sha256(
+            f"{title}\0{text}\0{link.section}{chr(0) + 'ja' if japanese else ''}".encode()
+        ).hexdigest(),
+        status="indexed",
+        title=title,
+    )
     return record, chunk
 
 

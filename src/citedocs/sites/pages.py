@@ -71,9 +71,15 @@ class SitePages:
         """Chunk the page into the main index (a document whose path is the URL), then keep its copy."""
         parsed = parse_markdown(page.markdown.encode("utf-8"), page.url)
         record = DocumentRecord(
-            path=page.url, rel_path=page.url, format="markdown", size=len(page.markdown.encode("utf-8")),
-            mtime_ns=None, sha256=page.sha256, status="indexed", title=page.title,
-        )  # fmt: skip
+            path=page.url,
+            rel_path=page.url,
+            format="markdown",
+            size=len(page.markdown.encode("utf-8")),
+            mtime_ns=None,
+            sha256=page.sha256,
+            status="indexed",
+            title=page.title,
+        )
         ingest(self.store, source.id, record, parsed.segments, self.settings)
         self.tables.put_page(source.id, page)
         self.cache.drop(urls={page.url})
@@ -93,8 +99,9 @@ class SitePages:
         their chunks, changed ones are re-chunked, gone ones (404/410, or no longer the site's) dropped."""
         listed = {link.url for link in self.tables.links(source.id)}
         pages = [p for p in self.tables.pages(source.id) if not p.inline]
-        counts = dict.fromkeys(("pages_checked", "pages_unchanged", "pages_updated", "pages_removed",
-                                "pages_failed"), 0)  # fmt: skip
+        counts = dict.fromkeys(
+            ("pages_checked", "pages_unchanged", "pages_updated", "pages_removed", "pages_failed"), 0
+        )
         gone = [p.url for p in pages if p.url not in listed and not within_prefix(p.url, source.uri)]
         strict = self.settings.sites_same_origin
         live = [p for p in pages if p.url not in gone]

@@ -142,9 +142,14 @@ class SiteService:
             unchanged = result.not_modified or (known and sha256_bytes(result.content) == state.sha256)
             with self._lock:
                 if unchanged:
-                    self.tables.record_fetch(source.id, etag=result.etag or state.etag,
-                                             last_modified=result.last_modified or state.last_modified,
-                                             sha256=state.sha256, fetched_at=self._clock(), links=None)  # fmt: skip
+                    self.tables.record_fetch(
+                        source.id,
+                        etag=result.etag or state.etag,
+                        last_modified=result.last_modified or state.last_modified,
+                        sha256=state.sha256,
+                        fetched_at=self._clock(),
+                        links=None,
+                    )
                 else:
                     self._store_llms_txt(source, result, self._parse(result))
         except CitedocsError as exc:
@@ -240,14 +245,28 @@ class SiteService:
                 progress(state)
 
         try:
-            state = prefetch(source.name, todo, self.pages.fetch, concurrency=self.settings.site_fetch_concurrency,
-                             delay_s=delay, robots=robots, progress=report, should_stop=should_stop)  # fmt: skip
+            state = prefetch(
+                source.name,
+                todo,
+                self.pages.fetch,
+                concurrency=self.settings.site_fetch_concurrency,
+                delay_s=delay,
+                robots=robots,
+                progress=report,
+                should_stop=should_stop,
+            )
         except BaseException as exc:
             self.store.update_job(job, state="failed", message=str(exc)[:500], finished=self._clock())
             raise
         message = f"{state.done} fetched, {state.failed} failed, {state.skipped} refused by robots.txt"
-        self.store.update_job(job, state="interrupted" if state.stopped else "done", message=message,
-                              done=state.done, failed=state.failed, finished=self._clock())  # fmt: skip
+        self.store.update_job(
+            job,
+            state="interrupted" if state.stopped else "done",
+            message=message,
+            done=state.done,
+            failed=state.failed,
+            finished=self._clock(),
+        )
         return state
 
     # -- internals --------------------------------------------------------------------------------
@@ -308,14 +327,29 @@ class SiteService:
             if p.url != u
         ]
         links = [*parsed.links, *extra]
-        self.tables.record_fetch(source.id, etag=result.etag, last_modified=result.last_modified,
-                                 sha256=sha256_bytes(result.content), fetched_at=now, links=links)  # fmt: skip
+        self.tables.record_fetch(
+            source.id,
+            etag=result.etag,
+            last_modified=result.last_modified,
+            sha256=sha256_bytes(result.content),
+            fetched_at=now,
+            links=links,
+        )
         before = {p.url: p for p in self.tables.pages(source.id)}
         for page, url in zip(parsed.pages, urls, strict=True):
             old = before.get(url)
             if old is None or not old.inline or old.sha256 != sha256_text(page.text):
-                stored = StoredPage(url, page.title or url, "text/markdown", None, None, sha256_text(page.text),
-                                    now, True, page.text)  # fmt: skip
+                stored = StoredPage(
+                    url,
+                    page.title or url,
+                    "text/markdown",
+                    None,
+                    None,
+                    sha256_text(page.text),
+                    now,
+                    True,
+                    page.text,
+                )
                 self.pages.save(source, stored)
         listed = {link.url for link in links}
         gone = [
@@ -400,7 +434,13 @@ class SiteService:
         docs, pages = (counts if counts is not None else self.tables.counts()).get(source.id, (0, 0))
         retry = self._retry_in(self.tables.state(source.id)) if source.status == "error" else 0.0
         return SiteInfo(
-            name=source.name, url=source.uri, docs=docs, pages_fetched=pages,
-            chunks=self.store.counts(source.id)["chunks"], status=source.status, last_error=source.last_error,
-            last_refreshed=source.last_indexed, retry_in_s=round(retry, 1) if retry else None,
-        )  # fmt: skip
+            name=source.name,
+            url=source.uri,
+            docs=docs,
+            pages_fetched=pages,
+            chunks=self.store.counts(source.id)["chunks"],
+            status=source.status,
+            last_error=source.last_error,
+            last_refreshed=source.last_indexed,
+            retry_in_s=round(retry, 1) if retry else None,
+        )

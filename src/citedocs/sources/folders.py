@@ -31,18 +31,56 @@ from citedocs.sources.secrets import secret_folder_problem
 
 DEFAULT_IGNORED_DIRS = frozenset(
     {
-        ".git", ".hg", ".svn", ".bzr", "node_modules", "bower_components", ".venv", "venv", ".env", "env",
-        "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".cache", ".ipynb_checkpoints",
-        ".idea", ".vscode", ".next", ".nuxt", ".gradle", ".terraform", "site-packages",
+        ".git",
+        ".hg",
+        ".svn",
+        ".bzr",
+        "node_modules",
+        "bower_components",
+        ".venv",
+        "venv",
+        ".env",
+        "env",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".tox",
+        ".nox",
+        ".cache",
+        ".ipynb_checkpoints",
+        ".idea",
+        ".vscode",
+        ".next",
+        ".nuxt",
+        ".gradle",
+        ".terraform",
+        "site-packages",
     }
-)  # fmt: skip
+)
 MAX_DEPTH = 100  # each level holds a descriptor while its subfolders are walked
 # Editors' swap, lock, backup and atomic-save files (vim, emacs, JetBrains, gedit, Kate, LibreOffice, MS Office)
 # and partial downloads: never documents, and the folder watcher sees them come and go on every save.
 EDITOR_TEMP_FILES = (
-    "*.swp", "*.swo", "*.swx", ".*.sw?", "*~", ".#*", "#*#", "4913", "*.tmp", "*.temp", "*.kate-swp",
-    "*___jb_tmp___", "*___jb_old___", ".goutputstream-*", ".~lock.*#", "~$*", "*.crdownload", "*.part",
-)  # fmt: skip
+    "*.swp",
+    "*.swo",
+    "*.swx",
+    ".*.sw?",
+    "*~",
+    ".#*",
+    "#*#",
+    "4913",
+    "*.tmp",
+    "*.temp",
+    "*.kate-swp",
+    "*___jb_tmp___",
+    "*___jb_old___",
+    ".goutputstream-*",
+    ".~lock.*#",
+    "~$*",
+    "*.crdownload",
+    "*.part",
+)
 _EDITOR_TEMP = re.compile("|".join(fnmatch.translate(p) for p in EDITOR_TEMP_FILES))
 
 
@@ -63,8 +101,10 @@ def _escaped_only(name: str) -> bool:
 
 
 def bad_name_problem(kind: str) -> str:
-    return (f"this {kind}'s name is not valid UTF-8 (shown with \\xNN for its bytes); rename it "
-            "(e.g. `convmv` or your file manager) and it is indexed")  # fmt: skip
+    return (
+        f"this {kind}'s name is not valid UTF-8 (shown with \\xNN for its bytes); rename it "
+        "(e.g. `convmv` or your file manager) and it is indexed"
+    )
 
 
 def editor_temp_file(name: str) -> bool:
@@ -353,10 +393,43 @@ def resolve_confined(path: str, folders: Sequence[Path]) -> tuple[Path, Path]:
 
 
 # -- registration ---------------------------------------------------------------------------------------
-SYSTEM_TREES = tuple(Path(p) for p in ("/proc", "/sys", "/dev", "/run", "/boot", "/etc", "/var/run", "/var/lib",
-                                       "/private/etc", "/System", "/Library"))  # fmt: skip
-SYSTEM_ROOTS = tuple(Path(p) for p in ("/", "/usr", "/var", "/home", "/Users", "/root", "/opt", "/srv", "/mnt",
-                                       "/media", "/tmp", "/bin", "/sbin", "/lib", "/lib64", "/private"))  # fmt: skip
+SYSTEM_TREES = tuple(
+    Path(p)
+    for p in (
+        "/proc",
+        "/sys",
+        "/dev",
+        "/run",
+        "/boot",
+        "/etc",
+        "/var/run",
+        "/var/lib",
+        "/private/etc",
+        "/System",
+        "/Library",
+    )
+)
+SYSTEM_ROOTS = tuple(
+    Path(p)
+    for p in (
+        "/",
+        "/usr",
+        "/var",
+        "/home",
+        "/Users",
+        "/root",
+        "/opt",
+        "/srv",
+        "/mnt",
+        "/media",
+        "/tmp",
+        "/bin",
+        "/sbin",
+        "/lib",
+        "/lib64",
+        "/private",
+    )
+)
 
 
 def system_folder_problem(resolved: Path) -> str | None:

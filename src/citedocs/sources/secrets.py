@@ -20,11 +20,32 @@ from pathlib import Path
 
 __all__ = ["secret_folder_problem"]
 
-_SECRET_TREES = tuple(Path(p) for p in (
-    "/var/log", "/var/mail", "/var/spool", "/var/cache", "/var/backups", "/var/db", "/var/lib",
-    "/private/var/log", "/private/var/db", "/private/var/root", "/private/var/mail", "/private/var/spool",
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/snap", "/root",
-))  # fmt: skip
+_SECRET_TREES = tuple(
+    Path(p)
+    for p in (
+        "/var/log",
+        "/var/mail",
+        "/var/spool",
+        "/var/cache",
+        "/var/backups",
+        "/var/db",
+        "/var/lib",
+        "/private/var/log",
+        "/private/var/db",
+        "/private/var/root",
+        "/private/var/mail",
+        "/private/var/spool",
+        "/usr",
+        "/bin",
+        "/sbin",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        "/snap",
+        "/root",
+    )
+)
 _DOC_TREES = tuple(Path(p) for p in ("/usr/share/doc", "/usr/local/share/doc", "/usr/share/man"))
 _HOME_ROOTS = tuple(Path(p) for p in ("/home", "/Users"))
 _HOME_APP_FOLDERS = frozenset({"Library", "AppData", "snap"})
@@ -39,8 +60,10 @@ def secret_folder_problem(resolved: Path, home: Path | None) -> str | None:
     if home is not None and resolved.is_relative_to(home) and resolved != home:
         first = resolved.relative_to(home).parts[0]
         if first.startswith(".") or first in _HOME_APP_FOLDERS:
-            return (f"{resolved} is inside {home / first}, where applications keep settings, keys and "
-                    "browser profiles")  # fmt: skip
+            return (
+                f"{resolved} is inside {home / first}, where applications keep settings, keys and "
+                "browser profiles"
+            )
         return None
     for root in _HOME_ROOTS:
         if resolved.is_relative_to(root) and resolved != root:

@@ -215,9 +215,17 @@ class Store(ChangeLog, JobLog):
         self, conn: Connection, source_id: int, doc: DocumentRecord, chunks: Sequence[ChunkRecord]
     ) -> int:
         values = (
-            doc.rel_path, doc.format, doc.size, doc.mtime_ns, doc.sha256, doc.status, doc.reason,
-            doc.title, doc.pages, time.time(),
-        )  # fmt: skip
+            doc.rel_path,
+            doc.format,
+            doc.size,
+            doc.mtime_ns,
+            doc.sha256,
+            doc.status,
+            doc.reason,
+            doc.title,
+            doc.pages,
+            time.time(),
+        )
         row = conn.execute(
             "SELECT id FROM documents WHERE source_id = ? AND path = ?", (source_id, doc.path)
         ).fetchone()

@@ -14,8 +14,15 @@ try:
 except ImportError:  # pragma: no cover - exercised only where the extra is missing
     psycopg = None  # type: ignore[assignment]
 
-__all__ = ["LOCK_NAMESPACE", "MIGRATION_LOCK", "PgConnection", "lost_connection", "psycopg", "redact_dsn",
-           "row_factory"]  # fmt: skip
+__all__ = [
+    "LOCK_NAMESPACE",
+    "MIGRATION_LOCK",
+    "PgConnection",
+    "lost_connection",
+    "psycopg",
+    "redact_dsn",
+    "row_factory",
+]
 
 LOCK_NAMESPACE = 0x63697465  # "cite": first key of our advisory locks ("citl" 0x6369746C: the change log)
 MIGRATION_LOCK = 0

@@ -236,13 +236,26 @@ class PostgresStore(PgVectors, Store):
                         CAST(? AS int[])) AS p(term, ord, in_heading, in_body, length)
             JOIN new_chunks c ON c.ord = p.ord""",
             (
-                doc_id, [c.chunk_id for c in chunks], [c.ord for c in chunks], [c.heading for c in chunks],
-                [c.page_start for c in chunks], [c.page_end for c in chunks], [c.line_start for c in chunks],
-                [c.line_end for c in chunks], [c.text for c in chunks], [c.sha256 for c in chunks],
-                [c.tokens for c in chunks], chunk_lengths, terms, ords, heading_counts, body_counts, lengths,
+                doc_id,
+                [c.chunk_id for c in chunks],
+                [c.ord for c in chunks],
+                [c.heading for c in chunks],
+                [c.page_start for c in chunks],
+                [c.page_end for c in chunks],
+                [c.line_start for c in chunks],
+                [c.line_end for c in chunks],
+                [c.text for c in chunks],
+                [c.sha256 for c in chunks],
+                [c.tokens for c in chunks],
+                chunk_lengths,
+                terms,
+                ords,
+                heading_counts,
+                body_counts,
+                lengths,
             ),
             binary=True,  # text arrays are escaped element by element: measured 1.8 ms of 6 per document
-        )  # fmt: skip
+        )
 
     def _collection_stats(self) -> tuple[int, float]:
         """(chunks, their average length in terms), as FTS5 keeps them."""

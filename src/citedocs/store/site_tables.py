@@ -216,10 +216,18 @@ class SiteTables:
                 "last_modified = excluded.last_modified, sha256 = excluded.sha256, "
                 "fetched_at = excluded.fetched_at, inline = excluded.inline, markdown = excluded.markdown",
                 (
-                    source_id, page.url, page.title, page.content_type, page.etag, page.last_modified,
-                    page.sha256, page.fetched_at, int(page.inline), page.markdown,
+                    source_id,
+                    page.url,
+                    page.title,
+                    page.content_type,
+                    page.etag,
+                    page.last_modified,
+                    page.sha256,
+                    page.fetched_at,
+                    int(page.inline),
+                    page.markdown,
                 ),
-            )  # fmt: skip
+            )
 
     def touch_page(
         self, source_id: int, url: str, fetched_at: float, etag: str | None, last_modified: str | None

@@ -144,10 +144,19 @@ class SQLiteStore(Store):
                 "INSERT INTO chunks (chunk_id, document_id, ord, heading, page_start, page_end, line_start, "
                 "line_end, text, sha256, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
-                    chunk.chunk_id, doc_id, chunk.ord, chunk.heading, chunk.page_start, chunk.page_end,
-                    chunk.line_start, chunk.line_end, chunk.text, chunk.sha256, chunk.tokens,
+                    chunk.chunk_id,
+                    doc_id,
+                    chunk.ord,
+                    chunk.heading,
+                    chunk.page_start,
+                    chunk.page_end,
+                    chunk.line_start,
+                    chunk.line_end,
+                    chunk.text,
+                    chunk.sha256,
+                    chunk.tokens,
                 ),
-            ).fetchone()[0]  # fmt: skip
+            ).fetchone()[0]
             conn.execute(
                 "INSERT INTO chunks_fts (rowid, heading, body) VALUES (?, ?, ?)",
                 (rowid, chunk.heading_terms, chunk.body_terms),

@@ -27,9 +27,14 @@ class StoredToken:
         return self.revoked is None and (self.expires is None or now < self.expires)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "scope": self.scope,
-                "sources": None if self.sources is None else list(self.sources), "created": self.created,
-                "expires": self.expires, "revoked": self.revoked}  # fmt: skip
+        return {
+            "name": self.name,
+            "scope": self.scope,
+            "sources": None if self.sources is None else list(self.sources),
+            "created": self.created,
+            "expires": self.expires,
+            "revoked": self.revoked,
+        }
 
 
 def _token(row: Any) -> StoredToken:
@@ -50,9 +55,15 @@ class TokenTable:
             row = conn.execute(
                 "INSERT INTO tokens (name, hash, scope, sources, created, expires) VALUES (?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (name) DO NOTHING RETURNING name",
-                (name, secret_hash, scope, None if sources is None else json.dumps(list(sources)), time.time(),
-                 expires),
-            ).fetchone()  # fmt: skip
+                (
+                    name,
+                    secret_hash,
+                    scope,
+                    None if sources is None else json.dumps(list(sources)),
+                    time.time(),
+                    expires,
+                ),
+            ).fetchone()
         if row is None:
             raise StoreError(
                 f"A token named {name!r} already exists.",

@@ -196,9 +196,11 @@ def coverage(needed: Terms, present: Terms, weights: dict[str, float] | None = N
         total = NUMBER_WEIGHT * len(needed.numbers) + IDENTIFIER_WEIGHT * len(identifiers) + len(words)
         if total == 0:
             return 1.0
-        found = (NUMBER_WEIGHT * len(needed.numbers & present.numbers)
-                 + IDENTIFIER_WEIGHT * len(identifiers & present.identifiers)
-                 + WORD_WEIGHT * len(words & present.words))  # fmt: skip
+        found = (
+            NUMBER_WEIGHT * len(needed.numbers & present.numbers)
+            + IDENTIFIER_WEIGHT * len(identifiers & present.identifiers)
+            + WORD_WEIGHT * len(words & present.words)
+        )
         return found / total
     total = sum(weights.values())
     if total == 0:
