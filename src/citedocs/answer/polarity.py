@@ -15,8 +15,9 @@ sentence (at least half of them; else there is nothing to compare) is compared w
   minimum, above... against at most, maximum, below...), all/some (all, every, always against some,
   sometimes, several...); 以前/以降, 以上/以下, すべて/一部.
 
-Over the 23 saved answer runs of eval/baseline (719 answers, 1,981 checked sentences; bench/polarity_effect.py)
-this changes the verdict of one sentence (a code block). Numbers are compared by the citation check itself (every number must appear).
+Over the 23 answer runs eval/baseline held on 2026-12-06 (719 answers, 1,981 checked sentences;
+bench/studies/polarity_effect.py; the runs are in git history) this changes the verdict of one sentence (a code
+block). Numbers are compared by the citation check itself (every number must appear).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ supported to unsupported? Each case's passages are read back from its recorded p
 eval/baseline/answer-*/cases.jsonl is checked with the rule and with it switched off (this script swaps the
 module's function; nothing else does).
 
-    python bench/polarity_effect.py
+    python bench/studies/polarity_effect.py
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 from citedocs.answer import citations
 from citedocs.hits import Hit
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _env import print_header
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE = re.compile(r"<<<SOURCE \[(\d+)\] (\w+)>>> ([^\n]*)\n(.*?)\n<<<END SOURCE \[\1\] \2>>>", re.DOTALL)
 
 
