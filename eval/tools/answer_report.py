@@ -20,8 +20,9 @@ from citedocs.eval.gate import compare_all, noise
 from citedocs.eval.rejudge import judge_agreement
 from citedocs.eval.runs import read_jsonl, read_run
 
-ORDER = ["key_fact_recall", "context_recall", "wrong_refusal_rate", "correct_refusal", "gate_refusal",
-         "invalid_citation_rate", "citation_support", "citation_precision", "faithfulness", "answer_error"]  # fmt: skip
+ORDER = ["key_fact_recall", "key_fact_recall_synthesis", "key_fact_recall_quotes", "answer_chars", "context_recall",
+         "wrong_refusal_rate", "correct_refusal", "gate_refusal", "invalid_citation_rate",
+         "citation_support", "citation_precision", "faithfulness", "answer_error"]  # fmt: skip
 GRADES = {"development": "eval/judge-grades.jsonl", "held-out": "eval/judge-grades-heldout.jsonl"}
 
 
