@@ -147,3 +147,25 @@ def test_a_quote_says_where_it_is_by_line_page_or_url() -> None:
     (on_site,) = choose_quotes(QUESTION, [page])
     assert (on_page.to_dict()["page"], on_page.to_dict()["line"], on_page.to_dict()["url"]) == (3, None, None)
     assert (on_site.to_dict()["url"], on_site.to_dict()["line"]) == ("https://docs.example.com/limits", None)
+
+
+LIVE_RUNS = [r for r in RUNS if '"quotes": [{' in (r / "cases.jsonl").read_text(encoding="utf-8")]
+
+
+@pytest.mark.parametrize("run_dir", LIVE_RUNS, ids=[r.name for r in LIVE_RUNS])
+def test_every_quote_a_live_run_showed_is_verbatim_in_the_lines_of_the_file_it_names(run_dir: Path) -> None:
+    """A run made with quotes stores the ones the reader saw (`detail.quotes`): each is the file's own text at
+    the lines it gives, and cites a source the answer listed."""
+    from conftest import shared
+
+    docs = shared("claude-docs-qa", "docs")
+    checked = 0
+    for line in (run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines():
+        detail = json.loads(line).get("detail", {})
+        for quote in detail.get("quotes") or []:
+            assert 1 <= quote["n"] <= len(detail["sources"])
+            assert Path(quote["path"]).name in detail["sources"][quote["n"] - 1]
+            lines = (docs / Path(quote["path"]).name).read_text(encoding="utf-8").splitlines()
+            assert quote["text"] and quote["text"] in "\n".join(lines[quote["line"] - 1 : quote["line_end"]])
+            checked += 1
+    assert checked > 0

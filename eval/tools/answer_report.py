@@ -22,6 +22,9 @@ from citedocs.eval.runs import read_jsonl, read_run
 
 ORDER = [
     "key_fact_recall",
+    "key_fact_recall_synthesis",
+    "key_fact_recall_quotes",
+    "answer_chars",
     "context_recall",
     "wrong_refusal_rate",
     "correct_refusal",
