@@ -169,3 +169,15 @@ def test_every_quote_a_live_run_showed_is_verbatim_in_the_lines_of_the_file_it_n
             assert quote["text"] and quote["text"] in "\n".join(lines[quote["line"] - 1 : quote["line_end"]])
             checked += 1
     assert checked > 0
+
+
+def test_an_html_comment_is_never_quoted() -> None:
+    """A scraped page keeps `<!-- source: URL -->` lines; one was the only quote after a refused synthesis in
+    the first live run (case unans-10)."""
+    text = "<!-- source: https://docs.example/retention -->\nRetention of chat logs is 30 days by default."
+    hit = Hit("c1", "/docs/retention.md", "docs", "Retention", None, 1, 2, 1.0, text)
+    for refused in (False, True):
+        quotes = choose_quotes("source docs example retention", [hit], "", model_refused=refused)
+        assert all("<!--" not in q.text and "-->" not in q.text for q in quotes)
+    kept = choose_quotes("How long are chat logs retained?", [hit], "")
+    assert [q.text for q in kept] == ["Retention of chat logs is 30 days by default."]

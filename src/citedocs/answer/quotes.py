@@ -122,6 +122,12 @@ def _reads_as_menu(text: str) -> bool:
     )
 
 
+def _is_markup(text: str) -> bool:
+    """An HTML comment (`<!-- source: URL -->`, which scraped pages keep): markup, not what the sources say."""
+    stripped = text.strip()
+    return stripped.startswith("<!--") or stripped.endswith("-->")
+
+
 def _units(question: Terms, hits: Sequence[Hit], scored: list[list[ScoredSentence]]) -> list[_Unit]:
     """Every scored sentence of every passage; one too long to read at a glance, line by line."""
     weights = question.weighted()
@@ -177,11 +183,14 @@ def choose_quotes(
         if unit.score < least or len(out) >= most:
             break
         hit = hits[unit.n - 1]
-        text = hit.text[unit.start : unit.end]
+        start, end = unit.start, unit.end
+        if hit.text.startswith("<!--", start) and "-->" in hit.text[start:end]:  # a comment line before it
+            start, end = _trimmed(hit.text, hit.text.index("-->", start) + 3, end)
+        text = hit.text[start:end]
         key = "".join(ch for ch in text.casefold() if ch.isalnum())
         if not key or key in keys or used + len(text) > budget or len(text) > MAX_QUOTE_CHARS:
             continue
-        if model_refused and _reads_as_menu(text):
+        if not text or _is_markup(text) or (model_refused and _reads_as_menu(text)):
             continue
         terms = extract_terms(text, keep_parts=True)
         if not terms or 1.0 - coverage(terms, seen) < MIN_NEW_SHARE:
@@ -192,13 +201,13 @@ def choose_quotes(
         out.append(
             Quote(
                 unit.n,
-                unit.start,
-                unit.end,
+                start,
+                end,
                 text,
                 hit.path,
                 hit.heading,
                 hit.page,
-                *line_span(hit, unit.start, unit.end),
+                *line_span(hit, start, end),
                 unit.score,
             )
         )
