@@ -28,12 +28,12 @@ from citedocs.answer.conversation import (
     follow_up_gate,
     fuse_rankings,
     is_asking_back,
+    keep_within_bounds,
     parse_history,
     parse_rewrite,
     summary,
 )
 from citedocs.answer.gate import relevance_decision
-from citedocs.answer.oneshot import keep_within_bounds
 from citedocs.answer.prompt import build_messages
 from citedocs.api import create_app
 from citedocs.api.limits import MAX_BODY_BYTES

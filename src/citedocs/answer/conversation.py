@@ -40,6 +40,7 @@ __all__ = [
     "follow_up_gate",
     "fuse_rankings",
     "is_asking_back",
+    "keep_within_bounds",
     "parse_history",
     "parse_rewrite",
     "rewrite_messages",
@@ -148,6 +149,16 @@ def parse_history(raw: Iterable[Turn | Mapping[str, Any]] | None) -> tuple[Turn,
             f"The history has {chars:,} characters; at most {MAX_HISTORY_CHARS:,} are allowed.", _HINT
         )
     return tuple(turns)
+
+
+def keep_within_bounds(history: list[Turn]) -> int:
+    """Drop the oldest question-and-answer pairs until `history` fits the bounds; returns how many turns went
+    (an interactive session says so: nothing is dropped silently)."""
+    dropped = 0
+    while history and (len(history) > MAX_TURNS or sum(len(t.content) for t in history) > MAX_HISTORY_CHARS):
+        del history[: min(2, len(history))]
+        dropped += 2
+    return dropped
 
 
 def _keys(words: Iterable[str]) -> set[str]:

@@ -13,12 +13,12 @@ import concurrent.futures
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from citedocs.answer.conversation import MAX_HISTORY_CHARS, MAX_TURNS, Turn, parse_history
+from citedocs.answer.conversation import Turn, keep_within_bounds, parse_history
 from citedocs.answer.engine import AnswerEngine, Library
 from citedocs.answer.service import AnswerEvent
 from citedocs.errors import CitedocsError
 
-__all__ = ["ask_async", "ask_blocking", "chat_blocking", "keep_within_bounds"]
+__all__ = ["ask_async", "ask_blocking", "chat_blocking"]
 
 
 async def ask_async(
@@ -41,16 +41,6 @@ def ask_blocking(app: Library, question: str, **kwargs: Any) -> dict[str, Any]:
     """Run `ask_async` on a fresh event loop in its own thread, so callers inside a loop can use it too."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, ask_async(app, question, **kwargs)).result()
-
-
-def keep_within_bounds(history: list[Turn]) -> int:
-    """Drop the oldest question-and-answer pairs until `history` fits the bounds; returns how many turns went
-    (an interactive session says so: nothing is dropped silently)."""
-    dropped = 0
-    while history and (len(history) > MAX_TURNS or sum(len(t.content) for t in history) > MAX_HISTORY_CHARS):
-        del history[: min(2, len(history))]
-        dropped += 2
-    return dropped
 
 
 async def _chat(
