@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from citedocs.api.guard import allowed_hosts as guard_hosts
-from citedocs.hosts import allowed_hosts, allowed_origins, bind_name, matches
+from citedocs.hosts import allowed_hosts, allowed_origins, bind_name, loopback_only, matches
 from citedocs.mcp import transport_security
 
 
@@ -37,3 +37,12 @@ def test_every_front_end_uses_this_list() -> None:
     sdk = transport_security(8765, host="10.0.0.5", allowed_hosts=["api-1"])  # mcp --http
     assert sdk.allowed_hosts == allowed_hosts(["api-1"], bind_host="10.0.0.5", port=8765)
     assert sdk.allowed_origins == allowed_origins(sdk.allowed_hosts)
+
+
+def test_loopback_is_the_whole_loopback_range_in_every_spelling() -> None:
+    """One rule for "only this machine can reach it": the page's write routes, serve's note and the refusal to
+    serve beyond loopback without tokens all ask it."""
+    for host in ("127.0.0.1", "127.0.0.2", "localhost", "LOCALHOST", "::1", "[::1]"):
+        assert loopback_only(host), host
+    for host in ("0.0.0.0", "::", "192.168.1.5", "docs.internal", "127.example.com", ""):
+        assert not loopback_only(host), host

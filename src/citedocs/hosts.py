@@ -9,6 +9,7 @@ exact, or `name:*` for any port. Pure functions of strings; api/guard.py enforce
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Sequence
 
@@ -37,8 +38,15 @@ def bind_name(host: str) -> str | None:
 
 
 def loopback_only(host: str) -> bool:
-    """Whether a server bound to `host` can only be reached from this machine."""
-    return host in ("127.0.0.1", "localhost", "::1")
+    """Whether a server bound to `host` can only be reached from this machine: `localhost` or a loopback
+    address (127.0.0.0/8, ::1), bracketed or not."""
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def allowed_hosts(

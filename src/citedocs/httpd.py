@@ -37,7 +37,7 @@ GRACEFUL_SHUTDOWN_S = 5  # open streams (SSE answers, MCP GET streams) get this 
 def refuse_open_without_auth(host: str, auth: str, no_auth: bool) -> None:
     """Serving other machines without tokens must be said on purpose: anyone who reaches the port could read
     every document and change the registry."""
-    if not loopback_only(host) and not host.startswith("127.") and auth == "none" and not no_auth:
+    if not loopback_only(host) and auth == "none" and not no_auth:
         raise ConfigError(
             f"Refusing to serve {host} without authentication: every machine that reaches the port could read "
             "and change the index.",

@@ -10,7 +10,6 @@ Host/Origin guard in front of every route refuses foreign pages anyway).
 
 from __future__ import annotations
 
-import ipaddress
 import threading
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from citedocs.api.errors import ApiError
 from citedocs.errors import InputError
+from citedocs.hosts import loopback_only
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 
@@ -38,21 +38,11 @@ SOURCE_HINTS = {
 }
 
 
-def _is_loopback(host: str) -> bool:
-    name = host.strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
 def writes_problem(settings: Settings) -> str | None:
     """Why this server refuses registry changes, or None when it allows them."""
     if settings.read_only is True:
         return "This server is read-only (CITEDOCS_READ_ONLY=true or `citedocs serve --read-only`)."
-    if settings.read_only is None and not _is_loopback(settings.host):
+    if settings.read_only is None and not loopback_only(settings.host):
         return (
             f"This server is bound to {settings.host}, not a loopback address, so the page cannot change what "
             "is registered."
