@@ -116,6 +116,16 @@ def post(
         return None
 
 
+def _not_for_us(reply: ServerReply | None) -> bool:
+    """The server cannot answer this process: unreachable, it asks for a token (this process, which can open
+    the index, answers by itself instead), or it does not answer this Host name."""
+    return (
+        reply is None
+        or reply.status == 401
+        or (reply.status in (403, 421) and "Host" in str((reply.error or {}).get("message", "")))
+    )
+
+
 def search(db_path: Path | None, payload: dict[str, Any]) -> ServerReply | None:
     """The /search reply of a server running on this index, or None: no server, unreachable, or one that does
     not answer this Host (then this process searches by itself)."""
@@ -123,13 +133,7 @@ def search(db_path: Path | None, payload: dict[str, Any]) -> ServerReply | None:
     if url is None:
         return None
     reply = post(url, "/search", {key: value for key, value in payload.items() if value is not None})
-    if (
-        reply is None
-        or reply.status == 401
-        or (reply.status in (403, 421) and "Host" in str((reply.error or {}).get("message", "")))
-    ):
-        return None  # 401: a server with tokens; this process, which can open the index, searches by itself
-    return reply
+    return None if _not_for_us(reply) else reply
 
 
 def server_status(db_path: Path | None) -> dict[str, Any] | None:
@@ -156,11 +160,7 @@ def ask(db_path: Path | None, payload: dict[str, Any]) -> ServerReply | None:
     body = {key: value for key, value in payload.items() if value is not None}
     while True:
         reply = post(url, "/ask?stream=false", body, timeout=ASK_WAIT_S)
-        if (
-            reply is None
-            or reply.status == 401
-            or (reply.status in (403, 421) and "Host" in str((reply.error or {}).get("message", "")))
-        ):
+        if reply is None or _not_for_us(reply):
             return None
         code = (reply.error or {}).get("code")
         if reply.status != 503 or code not in ("busy", "model_unavailable") or time.monotonic() > deadline:
