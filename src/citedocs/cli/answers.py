@@ -6,12 +6,37 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import typer
 from rich.markup import escape
 
-from citedocs.cli.common import console, out
+from citedocs.cli.common import console, out, settings_for
 from citedocs.cli.terminal import one_line, shown
 
-__all__ = ["evidence_text", "print_answer", "quote_lines", "show_event"]
+__all__ = ["ask_running_server", "evidence_text", "print_answer", "quote_lines", "show_event"]
+
+
+def ask_running_server(
+    db: str | None, question: str, k: int | None, mode: str | None
+) -> dict[str, Any] | None:
+    """The answer of a `citedocs serve` running on this index (its warm model), or None to answer here; its
+    errors end the command, as they would here."""
+    from citedocs.cli import remote
+    from citedocs.store import is_postgres
+
+    settings = settings_for(db)
+    if is_postgres(settings.db):
+        return None
+    reply = remote.ask(settings.db_path.resolve(), {"question": question, "k": k, "mode": mode})
+    if reply is None:
+        return None
+    if reply.error is not None:
+        console.print(
+            f"[red]error:[/red] {escape(one_line(reply.error.get('message', '')))} "
+            f"{escape(one_line(reply.error.get('hint', '')))}"
+        )
+        raise typer.Exit(remote.exit_code(reply.status))
+    data: dict[str, Any] = reply.body.get("data") or {}
+    return data
 
 
 def show_event(event: Any) -> None:

@@ -430,9 +430,11 @@ def ask(
         console.print('  Run `citedocs ask "your question"`, or `citedocs ask --chat` for a conversation.')
         raise typer.Exit(2)
 
-    from citedocs.cli.answers import print_answer, show_event
+    from citedocs.cli.answers import ask_running_server, print_answer, show_event
 
-    data = _ask_remote(db, question, k, mode)  # a `citedocs serve` on this index answers with its warm model
+    data = ask_running_server(
+        db, question, k, mode
+    )  # a `citedocs serve` on this index answers with its warm model
     if data is None:
         with service(db, create=False) as app_:
             data = run(lambda: app_.ask(question, k=k, mode=mode, on_event=None if as_json else show_event))
@@ -440,27 +442,6 @@ def ask(
         print_json(data)
         return
     print_answer(data)
-
-
-def _ask_remote(db: str | None, question: str, k: int | None, mode: str | None) -> dict[str, Any] | None:
-    """The answer of a `citedocs serve` running on this index, or None to answer here; its errors end the
-    command, as they would here."""
-    from citedocs.cli import remote
-
-    settings = settings_for(db)
-    if settings.db.startswith(("postgresql://", "postgres://")):
-        return None
-    reply = remote.ask(settings.db_path.resolve(), {"question": question, "k": k, "mode": mode})
-    if reply is None:
-        return None
-    if reply.error is not None:
-        console.print(
-            f"[red]error:[/red] {escape(one_line(reply.error.get('message', '')))} "
-            f"{escape(one_line(reply.error.get('hint', '')))}"
-        )
-        raise typer.Exit(remote.exit_code(reply.status))
-    data: dict[str, Any] = reply.body.get("data") or {}
-    return data
 
 
 def parse_read_target(target: str) -> tuple[str, int | None, int | None]:
