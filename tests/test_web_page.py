@@ -867,6 +867,8 @@ def test_a_japanese_question_gets_japanese_messages(browser: Any, tmp_path: Path
         assert "0%" not in notice and "terms" not in notice
         assert "出典は表示していません" in page.inner_text("#source-list")
         page.fill("#question", "あ" * 2001)
+        # the note is redrawn by the input handler after the fill: wait for it rather than read at once
+        page.wait_for_function("() => document.querySelector('#question-note').textContent.length > 0")
         assert "2,000 文字まで" in page.inner_text("#question-note")
 
 

@@ -438,7 +438,8 @@ async function ask(question, retried = false) {
   } finally {
     $("answer").classList.remove("streaming");
     $("stop").disabled = true;
-    if (state.finished) $("question").value = "";
+    // a finished question leaves the box, unless the person has typed another meanwhile
+    if (state.finished && $("question").value.trim() === question) $("question").value = "";
     controller = null;
     checkLength();
   }
