@@ -150,14 +150,15 @@ def main() -> None:
         stop(proc)
     print("\n## disk (MB)")
     data_dir = home / ".local/share/citedocs"
-    for name, path in [
-        ("models + llama-server", data_dir / "models"),
-        ("  of which llama-server", data_dir / "models/bin"),
-        ("venv", clone / ".venv"),
-        ("pip cache", home / ".cache/pip"),
-        ("demo index", clone / ".demo"),
+    models = data_dir / "models"
+    for name, size in [
+        ("models + llama-server", du(models)),
+        ("  of which llama-server", du(models / "bin") + du(models / "prebuilt")),
+        ("venv", du(clone / ".venv")),
+        ("pip cache", du(home / ".cache/pip")),
+        ("demo index", du(clone / ".demo")),
     ]:
-        print(f"- {du(path) / 1e6:9.1f}  {name}")
+        print(f"- {size / 1e6:9.1f}  {name}")
     again = time.monotonic()
     times, proc, url = run_start(steps, clone, env, log)
     stop(proc)

@@ -137,9 +137,9 @@ def test_a_long_question_whose_passage_holds_five_of_its_terms_reaches_the_model
 
 
 def test_model_replying_with_the_refusal_sentence_is_a_refusal(library: Citedocs) -> None:
-    with FakeOpenAI([Reply(tokens=[REFUSAL_SENTENCE])]) as server:
+    with FakeOpenAI([Reply(tokens=[REFUSAL_SENTENCE])], default=Reply(tokens=[REFUSAL_SENTENCE])) as server:
         events = run(events_of(library, server))
-        assert len(server.chat_requests) == 1
+        assert len(server.chat_requests) == 2  # asked once more (answer/generation.py)
     done = assert_one_terminal(events)
     assert done.data["refused"] is True and done.data["refused_before_model"] is False
     assert done.data["citations"] == []

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from citedocs.answer.evidence import best_sentences, line_span
-from citedocs.answer.service import EVIDENCE_NOTE
+from citedocs.answer.prepared import EVIDENCE_NOTE
 from citedocs.hits import Hit
 from citedocs.llm.client import Finish, LLMClient
 from citedocs.service import Citedocs

@@ -34,8 +34,8 @@ from _env import header
 
 from citedocs.answer.evidence import best_sentences
 from citedocs.answer.passages import passages
+from citedocs.answer.prepared import HIGHLIGHTS
 from citedocs.answer.prompt import build_messages
-from citedocs.answer.service import HIGHLIGHTS
 from citedocs.eval.cases import load_cases
 from citedocs.eval.metrics import key_fact_recall
 from citedocs.eval.runs import read_jsonl

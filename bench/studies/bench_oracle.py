@@ -28,8 +28,8 @@ import httpx
 from _env import header
 
 from citedocs.answer.citations import check_citations, is_refusal, withheld_reason
+from citedocs.answer.generation import TEMPERATURE
 from citedocs.answer.prompt import build_messages
-from citedocs.answer.service import TEMPERATURE
 from citedocs.eval.cases import load_cases
 from citedocs.eval.metrics import key_fact_recall
 from citedocs.hits import Hit

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     __version__: str
-    from citedocs.answer.service import AnswerEvent, AnswerService, PreparedAnswer
+    from citedocs.answer.prepared import PreparedAnswer
+    from citedocs.answer.service import AnswerEvent, AnswerService
     from citedocs.errors import CitedocsError
     from citedocs.hits import Hit
     from citedocs.search.engine import SearchResult
@@ -24,7 +25,7 @@ _EXPORTS = {
     "Citedocs": "citedocs.service",
     "CitedocsError": "citedocs.errors",
     "Hit": "citedocs.hits",
-    "PreparedAnswer": "citedocs.answer.service",
+    "PreparedAnswer": "citedocs.answer.prepared",
     "ReadResult": "citedocs.service",
     "SearchResult": "citedocs.search.engine",
     "Settings": "citedocs.settings",

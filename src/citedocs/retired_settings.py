@@ -56,7 +56,7 @@ REMOVED: Mapping[str, str] = {
     "ask_fetch_timeout_s": "an answer waits at most 15 s for site pages (ASK_FETCH_TIMEOUT_S, answer/service.py)",
     "site_fetch_delay_s": "background fetches wait 0.5 s between pages, or as a site's robots.txt Crawl-delay asks (sites/service.py)",
     "llama_repack": "llama.cpp's repacking is turned off where it reads prompts slower (LLAMA_REPACK, llm/llama.py)",
-    "llm_temperature": "answers are generated at temperature 0.1 (TEMPERATURE, answer/service.py)",
+    "llm_temperature": "answers are generated at temperature 0.1 (TEMPERATURE, answer/generation.py)",
     "llm_cooldown_s": "a failed endpoint rests 5 s, doubling (COOLDOWN_S, llm/pool.py)",
     "answer_partial": "the prompt always asks for the part of an answer the sources hold (answer/prompt.py)",
     "min_supported": "an answer with under half its checked sentences held is withheld (MIN_SUPPORTED, "

@@ -32,6 +32,7 @@ __all__ = [
     "CitationReport",
     "SentenceCheck",
     "check_citations",
+    "could_be_refusal",
     "is_refusal",
     "parse_citations",
     "repair_answer",
@@ -143,6 +144,16 @@ def is_refusal(answer: str) -> bool:
     punctuation and small rewording."""
     text = _normalize_refusal(answer)
     return bool(text) and any(_is_like(text, refusal) for refusal in _REFUSALS_NORMALIZED)
+
+
+def could_be_refusal(text: str) -> bool:
+    """True while a streamed answer could still become the refusal sentence: nothing but its start so far
+    (or the whole sentence, with no more after it than `is_refusal` allows). The first words of an answer
+    rule it out."""
+    text = _normalize_refusal(text)
+    return not text or any(
+        r.startswith(text) or (text.startswith(r) and len(text) <= 2 * len(r)) for r in _REFUSALS_NORMALIZED
+    )
 
 
 def _is_like(text: str, refusal: str) -> bool:

@@ -33,9 +33,9 @@ __all__ = [
 ]
 
 # Characters of quotes under a synthesis, and when the quotes are the whole answer (bench/bench_quotes.py).
-QUOTE_CHARS = 550
+QUOTE_CHARS = 650
 ALONE_CHARS = 700
-MAX_QUOTES = 4
+MAX_QUOTES = 5
 MAX_QUOTES_ALONE = 5
 # A sentence longer than this is quoted line by line (a run of table rows or lines without full stops), or
 # not at all when it is one long line: a quote is read at a glance.

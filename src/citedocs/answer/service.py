@@ -18,7 +18,6 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 from citedocs.answer.citations import (
@@ -50,46 +49,38 @@ from citedocs.answer.events import (
     done_data,
     error_data,
 )
-from citedocs.answer.evidence import EvidenceWindow, ScoredSentence, best_sentences, score_sentences
+from citedocs.answer.evidence import best_sentences, score_sentences
 from citedocs.answer.gate import GateDecision
+from citedocs.answer.generation import TEMPERATURE, Reply, model_reply
 from citedocs.answer.pages import PageFetcher, links_to_fetch
 from citedocs.answer.passages import passages
+from citedocs.answer.prepared import HIGHLIGHTS, PreparedAnswer, evidence_data
 from citedocs.answer.prompt import build_messages, new_fence, question_language, refusal_sentence
-from citedocs.answer.quotes import QuoteDict, choose_quotes
-from citedocs.answer.repetition import STOP_REPEATS, RepetitionGuard
+from citedocs.answer.quotes import QUOTE_CHARS
+from citedocs.answer.repetition import STOP_REPEATS
 from citedocs.answer.retriever import Retriever
 from citedocs.answer.stats import AnswerRecord, RollingStats
-from citedocs.answer.telemetry import AnswerTrace, Tracer, make_tracer
+from citedocs.answer.telemetry import Tracer, make_tracer
 from citedocs.errors import AnswerFailed, CitedocsError, InputError, NotFoundError
 from citedocs.hits import Hit
-from citedocs.llm.client import ChatModel, Finish, LLMEvent, LLMStreamError, Prices, TokenDelta, Usage
+from citedocs.llm.client import ChatModel, Finish, LLMStreamError, Prices, Usage
 from citedocs.llm.wire import prompt_estimate
 from citedocs.search.distinct import PASSAGE_OVERLAP
 from citedocs.search.engine import MAX_K, SearchResult
 from citedocs.settings import Settings
 
 __all__ = [
-    "EVIDENCE_NOTE",
     "MAX_QUESTION_CHARS",
     "AnswerEvent",
     "AnswerFailed",
     "AnswerService",
-    "PreparedAnswer",
     "collect",
-    "source_dict",
 ]
 
 log = logging.getLogger(__name__)
 
 MAX_QUESTION_CHARS = 2000
 _INTERNAL_HINT = "Try again; if it persists, report it with the trace id and the server log."
-EVIDENCE_NOTE = (
-    "The sentences of the sources that match the question best, shown while the model reads. "
-    "This is not the answer; the answer follows, with its citations checked."
-)
-# Sentences in the `evidence` event.
-HIGHLIGHTS = 3
-TEMPERATURE = 0.1  # low: answers quote their sources
 ASK_FETCH_TIMEOUT_S = 15.0  # the longest an answer waits for the site pages it fetches first
 # The constants that decide what an answer is made of, under the names of the settings they once were: an
 # evaluation run records them beside its settings (eval/answers.py), so runs stay comparable. The evidence
@@ -102,84 +93,16 @@ ANSWER_CONSTANTS: Mapping[str, float | int | bool] = {
     "answer_stop_repeats": STOP_REPEATS,
     "answer_partial": True,
     "llm_temperature": TEMPERATURE,
+    "asks_after_refusal": 2,
+    "quote_chars": QUOTE_CHARS,
 }
 # The model's rewrite of a follow-up must come back within this (goal: 1.5 s at the median on 2 cores), else the
 # deterministic one is searched: a slow or busy model costs a follow-up at most this much.
 REWRITE_TIMEOUT_S = 3.0
 
 
-def source_dict(n: int, hit: Hit) -> dict[str, Any]:
-    """A passage as the `sources` event lists it; `n` is the number citations use."""
-    return {
-        "n": n,
-        "path": hit.path,
-        "source": hit.source,
-        "heading": hit.heading,
-        "page": hit.page,
-        "line_start": hit.line_start,
-        "line_end": hit.line_end,
-        "chunk_id": hit.chunk_id,
-        "score": hit.score,
-        "text": hit.text,
-    }
-
-
 def _ms(seconds: float) -> float:
     return round(seconds * 1000.0, 1)
-
-
-@dataclass(slots=True)
-class PreparedAnswer:
-    """A question after retrieval and the gate, ready to generate."""
-
-    question: str
-    hits: list[Hit]
-    gate: GateDecision
-    trace: AnswerTrace
-    started: float
-    retrieval_ms: float
-    mode: str
-    note: str | None = None
-    fetch_ms: float | None = None
-    # Unfetched site pages among the best candidates: fetched at the start of `generate`, which then
-    # retrieves again and gates anew (until then `gate` only says "pending").
-    fetch: list[str] = field(default_factory=list)
-    k: int = 5
-    source: str | None = None
-    finished: bool = field(default=False, repr=False)
-    # What the `evidence` event shows; the prompt once built.
-    highlights: list[EvidenceWindow] = field(default_factory=list)
-    evidence_ms: float = 0.0
-    messages: list[dict[str, str]] | None = None
-    # Every sentence of `hits` scored against the question (the `evidence` event and the quotes both use them).
-    scored: list[list[ScoredSentence]] | None = field(default=None, repr=False)
-
-    # The earlier turns of a follow-up (answer/conversation.py) and what retrieval searched for it.
-    history: tuple[Turn, ...] = ()
-    query: FollowUpQuery | None = None
-
-    def quotes(self, synthesis: str, model_refused: bool = False) -> list[QuoteDict]:
-        """The source sentences a reader sees under `synthesis` ("" when there is none: then they are the
-        answer); none when the gate refused. `model_refused`: the model's answer was refused or withheld."""
-        if not self.gate.allowed or not self.hits:
-            return []
-        asked = self.searched.context
-        # what answers the question as asked; a follow-up too short to stand alone, with its context
-        for query in dict.fromkeys((self.question, asked)):
-            scored = self.scored if query == asked and self.scored is not None else None
-            scored = scored or score_sentences(query, self.hits)
-            chosen = choose_quotes(query, self.hits, synthesis, scored=scored, model_refused=model_refused)
-            if chosen:
-                return [q.to_dict() for q in chosen]
-        return []
-
-    @property
-    def searched(self) -> FollowUpQuery:
-        return self.query or FollowUpQuery(self.question)
-
-    @property
-    def sources(self) -> list[dict[str, Any]]:
-        return [source_dict(n, hit) for n, hit in enumerate(self.hits, start=1)]
 
 
 class AnswerService:
@@ -389,48 +312,35 @@ class AnswerService:
             prepared.question, prepared.hits, history=compact_history(prepared.history)
         )
         prepared.messages = messages
-        pieces: list[str] = []
-        generation_started = time.perf_counter()
-        ttft_ms: float | None = None
+        reply, first = Reply(), True
         prepared.trace.start("generation", {"model": self.llm.model, "sources": len(prepared.hits)})
         terminal: AnswerEvent | None = None
         try:
-            stream = cast(
-                "AsyncGenerator[LLMEvent, None]",
-                self.llm.stream_chat(
-                    messages,
-                    max_tokens=self.settings.llm_max_tokens,
-                    temperature=TEMPERATURE,
-                ),
+            shown = model_reply(
+                self.llm, messages, reply, max_tokens=self.settings.llm_max_tokens, started=prepared.started
             )
-            guard = RepetitionGuard()
-            async with contextlib.aclosing(stream) as events:
-                async for event in events:
-                    if isinstance(event, TokenDelta):
-                        if ttft_ms is None:
-                            ttft_ms = _ms(time.perf_counter() - prepared.started)
-                            prepared.trace.event("first_token", {"ttft_ms": ttft_ms})
-                        pieces.append(event.text)
-                        yield AnswerEvent("token", {"text": event.text})
-                        cut = guard.feed(event.text)
-                        if cut is not None:
-                            # closing the stream stops the server's generation too
-                            generation_ms = _ms(time.perf_counter() - generation_started)
-                            finish = self._looped(messages, len(pieces))
-                            terminal = self._done(prepared, guard.text[:cut], finish, ttft_ms, generation_ms)
-                            break
-                    elif isinstance(event, Finish):
-                        generation_ms = _ms(time.perf_counter() - generation_started)
-                        terminal = self._done(prepared, "".join(pieces), event, ttft_ms, generation_ms)
+            async with contextlib.aclosing(shown) as pieces:
+                async for piece in pieces:
+                    if first:
+                        first = False
+                        prepared.trace.event("first_token", {"ttft_ms": reply.ttft_ms or 0.0})
+                    yield AnswerEvent("token", {"text": piece})
+            if reply.asks > 1:
+                prepared.trace.event("asked_again", {"refused_first": True})
+            if reply.looped_at is not None:
+                finish = self._looped(messages, len(reply.pieces))
+                terminal = self._done(prepared, reply.text, finish, reply.ttft_ms, reply.generation_ms)
+            elif reply.finish is not None:
+                terminal = self._done(prepared, reply.text, reply.finish, reply.ttft_ms, reply.generation_ms)
         except LLMStreamError as exc:
-            terminal = self._error(prepared, "generation", exc.message, exc.hint, "".join(pieces), exc.status)
+            terminal = self._error(prepared, "generation", exc.message, exc.hint, reply.partial, exc.status)
         except (GeneratorExit, asyncio.CancelledError):
-            self._cancelled(prepared, ttft_ms)
+            self._cancelled(prepared, reply.ttft_ms)
             raise
         except Exception:
             log.exception("answer %s failed", prepared.trace.trace_id)
             terminal = self._error(
-                prepared, "internal", "An internal error stopped the answer.", _INTERNAL_HINT, "".join(pieces)
+                prepared, "internal", "An internal error stopped the answer.", _INTERNAL_HINT, reply.partial
             )
         if terminal is None:
             terminal = self._error(
@@ -438,7 +348,7 @@ class AnswerService:
                 "generation",
                 "The model stream ended without a finish.",
                 "Try again; if it persists, check the model server's log.",
-                "".join(pieces),
+                reply.partial,
             )
         yield terminal
 
@@ -620,16 +530,6 @@ class AnswerService:
         timings = {"retrieval_ms": prepared.retrieval_ms, "ttft_ms": ttft_ms, "total_ms": total_ms}
         self.stats.record(AnswerRecord("cancelled", timings))
         prepared.trace.finish({"cancelled": True}, error="client disconnected")
-
-
-def evidence_data(prepared: PreparedAnswer) -> dict[str, Any]:
-    """The `evidence` event: the best sentences (none when the gate refused), each with its citation."""
-    return {
-        "evidence": [w.to_dict() for w in prepared.highlights],
-        "note": EVIDENCE_NOTE,
-        "ms": round(prepared.evidence_ms + prepared.retrieval_ms, 1),
-        "query": prepared.searched.to_dict(),
-    }
 
 
 def _cache_usage(finish: Finish) -> UsageData:

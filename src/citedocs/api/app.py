@@ -24,9 +24,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from citedocs import __version__
 from citedocs.answer.conversation import MAX_HISTORY_CHARS, MAX_TURNS
+from citedocs.answer.prepared import PreparedAnswer
 from citedocs.answer.quotes import QUOTES_LABEL
 from citedocs.answer.retriever import Retriever
-from citedocs.answer.service import MAX_QUESTION_CHARS, AnswerFailed, PreparedAnswer
+from citedocs.answer.service import MAX_QUESTION_CHARS, AnswerFailed
 from citedocs.api.auth import (
     COOKIE,
     METADATA_PATH,

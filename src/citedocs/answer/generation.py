@@ -1,0 +1,119 @@
+"""One model reply to an answer's prompt: streamed as it is written, cut where it loops, held back while it can
+still be the refusal sentence, and asked once more when the model refused a question the gate let through.
+
+Why ask again: the 1.5B model refuses answerable questions at random. Over the committed claude-docs runs the
+same question was refused in 3 of 9 runs, 5 of 11, 5 of 11 and answered in the others, and those refusals are
+what most lowers what a reader gets (a refused answer has no quotes unless a passage matches closely). Asking
+again costs only the second reply's tokens (llama.cpp keeps the prompt in its cache), and nothing when the
+model answers at once: the refusal sentence is held back until the first words rule it out, so an answer's
+first token is not delayed and a reader never sees a refusal that is then taken back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import cast
+
+from citedocs.answer.citations import could_be_refusal, is_refusal
+from citedocs.answer.repetition import RepetitionGuard
+from citedocs.llm.client import ChatModel, Finish, LLMEvent, TokenDelta
+
+__all__ = ["RETRY_TEMPERATURE", "TEMPERATURE", "RefusalHold", "Reply", "model_reply"]
+
+TEMPERATURE = 0.1  # low: answers quote their sources
+# The second ask after a refusal (bench/studies/refusal_retry.py).
+RETRY_TEMPERATURE = 0.1
+
+
+class RefusalHold:
+    """The streamed text, held back while it is nothing but the start of the refusal sentence."""
+
+    def __init__(self) -> None:
+        self._held: list[str] = []
+        self.holding = True
+
+    def feed(self, piece: str) -> str:
+        """What the reader may see now: "" while held, then everything held so far, then each piece."""
+        if not self.holding:
+            return piece
+        self._held.append(piece)
+        text = "".join(self._held)
+        if could_be_refusal(text):
+            return ""
+        self.holding, self._held = False, []
+        return text
+
+    def release(self) -> str:
+        """The held text, once the reply is final."""
+        text, self._held, self.holding = "".join(self._held), [], False
+        return text
+
+
+@dataclass(slots=True)
+class Reply:
+    """What `model_reply` leaves once its stream ends: the text, how it finished, and when."""
+
+    pieces: list[str] = field(default_factory=list)
+    text: str = ""
+    finish: Finish | None = None
+    # where the repetition guard cut the text (the stream was closed there); None when it did not
+    looped_at: int | None = None
+    ttft_ms: float | None = None
+    generation_ms: float = 0.0
+    asks: int = 0
+
+    @property
+    def partial(self) -> str:
+        return "".join(self.pieces)
+
+
+async def model_reply(
+    llm: ChatModel,
+    messages: Sequence[Mapping[str, str]],
+    reply: Reply,
+    *,
+    max_tokens: int,
+    started: float,
+    ask_again: bool = True,
+) -> AsyncGenerator[str, None]:
+    """The text a reader sees, piece by piece; `reply` holds the rest when the generator ends. `started`: when
+    the answer began (time to first token is counted from it). `ask_again`: ask once more after a refusal."""
+    hold = RefusalHold()
+    for ask in range(2 if ask_again else 1):
+        reply.asks, reply.pieces, reply.finish, hold = ask + 1, [], None, RefusalHold()
+        guard = RepetitionGuard()
+        began = time.perf_counter()
+        stream = cast(
+            "AsyncGenerator[LLMEvent, None]",
+            llm.stream_chat(
+                messages, max_tokens=max_tokens, temperature=TEMPERATURE if ask == 0 else RETRY_TEMPERATURE
+            ),
+        )
+        async with contextlib.aclosing(stream) as events:
+            async for event in events:
+                if isinstance(event, TokenDelta):
+                    reply.pieces.append(event.text)
+                    shown = hold.feed(event.text)
+                    if shown:
+                        reply.ttft_ms = reply.ttft_ms or _ms(time.perf_counter() - started)
+                        yield shown
+                    cut = guard.feed(event.text)
+                    if cut is not None:  # closing the stream stops the server's generation too
+                        reply.looped_at, reply.text = cut, guard.text[:cut]
+                        break
+                elif isinstance(event, Finish):
+                    reply.finish, reply.text = event, "".join(reply.pieces)
+        reply.generation_ms += _ms(time.perf_counter() - began)
+        if reply.finish is None or not hold.holding or not is_refusal(reply.text):
+            break
+    shown = hold.release()
+    if shown:
+        reply.ttft_ms = reply.ttft_ms or _ms(time.perf_counter() - started)
+        yield shown
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 1)
