@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from citedocs.answer.conversation import MAX_HISTORY_CHARS, MAX_TURNS
 from citedocs.api import create_app
 from citedocs.llm.client import LLMClient
 from citedocs.service import Citedocs
@@ -248,6 +249,8 @@ def test_status_without_a_model_says_so(tmp_path: Path) -> None:
     assert body["embedder"]["state"] == "disabled" and body["totals"]["indexed"] == 2
     assert body["db_bytes"] > 0 and body["sources"] == 1 and body["active"] is False
     assert body["stats"]["answers"] == 0 and body["stats"]["max_concurrent"] >= 1
+    # the page's thread keeps its history within the server's bounds, read from here
+    assert body["conversation"] == {"max_turns": MAX_TURNS, "max_history_chars": MAX_HISTORY_CHARS}
 
 
 def test_status_names_the_model_and_whether_it_answers(tmp_path: Path) -> None:

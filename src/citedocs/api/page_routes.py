@@ -17,6 +17,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse, Response
 
 from citedocs import __version__
+from citedocs.answer.conversation import MAX_HISTORY_CHARS, MAX_TURNS
 from citedocs.api.errors import ApiError
 from citedocs.api.sources import BackgroundJobs, writes_problem
 from citedocs.errors import InputError
@@ -185,6 +186,7 @@ async def status(request: Request, library: Library) -> dict[str, Any]:
         "watch": data.get("watch", []),
         "links": data["totals"].get("links", 0),
         "stats": {**stats, "in_flight": state.slots.in_flight, "max_concurrent": state.slots.limit},
+        "conversation": {"max_turns": MAX_TURNS, "max_history_chars": MAX_HISTORY_CHARS},
     }
 
 

@@ -5,6 +5,7 @@ import { askQuestion, initAsk, setModel } from "./ask.js";
 import { initSearch, search, setFilters } from "./search.js";
 import { initSources, loadSources, pollJobs } from "./sources.js";
 import { closeReader } from "./reader.js";
+import { setBounds } from "./thread.js";
 
 const TABS = ["search", "ask", "sources", "status"];
 const STATUS_MS = 5000;
@@ -156,6 +157,7 @@ let welcomed = false;
 async function refreshStatus() {
   try {
     const s = await api("/status");
+    setBounds(s.conversation);
     renderStatus(s);
     if (!welcomed) {
       welcomed = true;

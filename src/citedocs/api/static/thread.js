@@ -4,12 +4,16 @@
 import { $, el, fileName, whereText } from "./dom.js";
 import { openInContext } from "./reader.js";
 
-// The server's bounds (answer/conversation.py): older turns are left out, and the page says so.
-const MAX_TURNS = 20;
-const MAX_CHARS = 8000;
+// The server's bounds on a history (GET /status `conversation`, from answer/conversation.py): older turns are
+// left out, and the page says so. Until /status is read, no bound is known and a question is sent alone.
+let bounds = { max_turns: 0, max_history_chars: 0 };
 let turns = []; // {question, answer, node}
 let dropped = 0;
 let pending = null;
+
+export function setBounds(conversation) {
+  if (conversation) bounds = conversation;
+}
 
 export function initThread() {
   $("new-conversation").addEventListener("click", startOver);
@@ -19,7 +23,8 @@ export function initThread() {
 export function history() {
   const out = turns.flatMap((t) => [{ role: "user", content: t.question }, { role: "assistant", content: t.answer }]);
   let cut = 0;
-  while (out.length - cut > MAX_TURNS || out.slice(cut).reduce((n, t) => n + t.content.length, 0) > MAX_CHARS) cut += 2;
+  const chars = () => out.slice(cut).reduce((n, t) => n + t.content.length, 0);
+  while (cut < out.length && (out.length - cut > bounds.max_turns || chars() > bounds.max_history_chars)) cut += 2;
   if (cut / 2 > dropped) dropped = cut / 2;
   return out.slice(cut);
 }
