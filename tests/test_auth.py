@@ -247,10 +247,17 @@ def test_mcp_over_http_with_a_bearer_header_sees_only_its_sources(team: dict[str
             found = await client.call_tool("search", {"query": "vermilion contract renews"})
             own = await client.call_tool("search", {"query": "cobalt gateway"})
             add = await client.call_tool("add_folder", {"path": str(team["tmp"])})
-            return found, own, add
+            offered = {tool.name for tool in (await client.list_tools()).tools}
+            return found, own, add, offered
 
     with serving(env, team["tmp"] / "serve.log") as url:
-        found, own, add = anyio.run(session, url, team["tokens"]["alpha-asker"])
+        found, own, add, offered = anyio.run(session, url, team["tokens"]["alpha-asker"])
+    # an ask token is offered search and ask, not the tools that change folders
+    assert {"search", "read_file"} <= offered and not offered & {
+        "add_folder",
+        "remove_folder",
+        "add_doc_source",
+    }
     assert found.structured_content["hits"] == [] and "penalty" not in str(found.content)
     assert "cobalt" in json.dumps(own.structured_content)
     assert add.is_error and "admin" in add.content[0].text

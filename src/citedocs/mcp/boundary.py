@@ -88,7 +88,10 @@ def argument_problem(exc: ValidationError) -> str:
 def _caller(context: Any) -> tuple[access.Principal, Any]:
     """Who called, from the HTTP request the tool call came in (set by api/auth.py); the machine's owner over
     stdio or a server without auth. Read per call: the session's task may run in another request's context."""
-    request = getattr(getattr(context, "_request_context", None), "request", None)
+    return _caller_of(getattr(getattr(context, "_request_context", None), "request", None))
+
+
+def _caller_of(request: Any) -> tuple[access.Principal, Any]:
     state = getattr(request, "scope", {}).get("state", {}) if request is not None else {}
     if "citedocs.principal" not in state:  # stdio, or a server without auth
         return access.OWNER, None
@@ -124,6 +127,14 @@ class CitedocsMCPServer(MCPServer):
             if isinstance(cause, ValidationError):
                 raise ToolError(argument_problem(cause)) from cause
             raise
+
+    async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
+        """`tools/list` names only the tools the caller's token may call: a search token is not offered
+        `ask` or the tools that change folders (calling one anyway is still refused, naming the scope)."""
+        result = await super()._handle_list_tools(ctx, params)
+        principal, _ = _caller_of(getattr(ctx, "request", None))
+        result.tools = [tool for tool in result.tools if principal.allows(tool_scope(tool.name))]
+        return result
 
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
