@@ -4,6 +4,7 @@ client steered by injected text added ~/.ssh and could read the key); only the C
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -137,3 +138,33 @@ def test_cli_refuses_a_secret_folder_unless_told_to(tmp_path: Path, home: Path) 
     assert refused.returncode != 0 and f"citedocs add --allow-system-folder {home / '.ssh'}" in said, said
     allowed = add(str(home / ".ssh"), "--allow-system-folder")
     assert allowed.returncode == 0, allowed.stderr
+
+
+def test_a_stray_key_folder_inside_a_registered_folder_is_never_indexed(tmp_path: Path) -> None:
+    """A project folder with a copied `.ssh/` or `.aws/` in it: the documents are indexed, those folders are
+    not walked, through the real `citedocs add` and `search`."""
+    docs = tmp_path / "project"
+    for name in (".ssh", ".aws", ".github"):
+        (docs / name).mkdir(parents=True)
+    (docs / ".ssh" / "notes.md").write_text(
+        "# Keys\n\nzanzibar passphrase for the deploy key\n", encoding="utf-8"
+    )
+    (docs / ".aws" / "setup.md").write_text(
+        "# Profile\n\nzanzibar access key for production\n", encoding="utf-8"
+    )
+    (docs / ".github" / "CONTRIBUTING.md").write_text(
+        "# Contributing\n\nzanzibar reviews\n", encoding="utf-8"
+    )
+    (docs / "readme.md").write_text("# Readme\n\nzanzibar is the project name\n", encoding="utf-8")
+    env = {**os.environ, "CITEDOCS_EMBEDDER": "none", "CITEDOCS_DB": str(tmp_path / "index.sqlite3")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "citedocs", *args], env=env, capture_output=True, text=True, timeout=120
+        )
+
+    assert cli("add", str(docs), "--wait").returncode == 0
+    found = cli("search", "zanzibar", "--json")
+    assert found.returncode == 0, found.stderr
+    paths = {Path(hit["path"]).relative_to(docs).as_posix() for hit in json.loads(found.stdout)["hits"]}
+    assert paths == {"readme.md", ".github/CONTRIBUTING.md"}

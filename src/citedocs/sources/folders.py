@@ -27,7 +27,7 @@ from citedocs.sources.confined import (
     outside,
     size_cap_problem,
 )
-from citedocs.sources.secrets import secret_folder_problem
+from citedocs.sources.secrets import SECRET_DIR_NAMES, secret_folder_problem
 
 DEFAULT_IGNORED_DIRS = frozenset(
     {
@@ -57,6 +57,7 @@ DEFAULT_IGNORED_DIRS = frozenset(
         ".terraform",
         "site-packages",
     }
+    | SECRET_DIR_NAMES
 )
 MAX_DEPTH = 100  # each level holds a descriptor while its subfolders are walked
 # Editors' swap, lock, backup and atomic-save files (vim, emacs, JetBrains, gedit, Kate, LibreOffice, MS Office)

@@ -11,14 +11,21 @@ and read the key), so registration refuses, besides the system trees and roots i
   `/var/db` and their /private twins), and programs and libraries (`/usr`, `/bin`, `/lib`, `/snap`, ...) apart from
   the documentation trees `/usr/share/doc`, `/usr/local/share/doc` and `/usr/share/man`.
 
-`citedocs add --allow-system-folder PATH` overrides it; MCP and HTTP clients cannot.
+`citedocs add --allow-system-folder PATH` overrides it; MCP and HTTP clients cannot. Inside a registered folder,
+a folder named like one that holds keys (`SECRET_DIR_NAMES`: a stray `.ssh/` or `.aws/` copied into a project) is
+never walked.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["secret_folder_problem"]
+__all__ = ["SECRET_DIR_NAMES", "secret_folder_problem"]
+
+# Folders named like these hold keys, tokens and credentials wherever they are: skipped inside a registered folder.
+SECRET_DIR_NAMES = frozenset(
+    {".ssh", ".gnupg", ".aws", ".azure", ".gcloud", ".kube", ".docker", ".password-store", ".netrc.d"}
+)
 
 _SECRET_TREES = tuple(
     Path(p)
