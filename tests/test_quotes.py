@@ -113,6 +113,18 @@ def test_a_sentence_that_introduces_code_or_a_list_is_quoted_with_it() -> None:
     )
 
 
+def test_an_introduction_that_says_nothing_itself_matches_as_well_as_the_sentence_before_it() -> None:
+    ja = hit(
+        "dpkg-depcheck は新しいパッケージの Build-Depends を洗い出すのに役立ちます。例えば以下の様にします:\n\n"
+        "```sh\ndpkg-depcheck -b debian/rules build\n```\n"
+    )
+    quotes = choose_quotes("新しいパッケージの Build-Depends を洗い出したい。便利なツールは？", [ja])
+    assert any("dpkg-depcheck -b debian/rules build" in q.text for q in quotes)
+    en = hit("Install the Python SDK with pip. For example:\n\n```sh\npip install anthropic\n```\n")
+    quotes = choose_quotes("How do I install the Python SDK?", [en])
+    assert any("pip install anthropic" in q.text for q in quotes)
+
+
 def test_between_two_equal_matches_the_one_that_names_something_comes_first() -> None:
     # the first restates the question; the second names where to write
     ja = hit(

@@ -138,16 +138,21 @@ def _is_markup(text: str) -> bool:
 def _introduced(text: str, units: list[_Unit]) -> list[_Unit]:
     """`units` of one passage (in order), where a sentence that ends in a colon ("The fields are:", "以下が
     設定です：") runs on through what it introduces (the list items, table rows or code right after it) as far
-    as a quote may go: alone it says only that the answer follows. A heading in between stops it."""
+    as a quote may go: alone it says only that the answer follows. A heading in between stops it. One that
+    says nothing of its own ("For example:", "例えば以下の様にします:") goes on from the sentence before it in
+    its paragraph and matches the question as well as that one."""
     out: list[_Unit] = []
     for i, unit in enumerate(units):
-        end = unit.end
+        end, score = unit.end, unit.score
         if text[unit.start : unit.end].endswith(_INTRODUCING):
             for after in units[i + 1 :]:
                 if after.end - unit.start > MAX_QUOTE_CHARS or not _GAP_RE.fullmatch(text, end, after.start):
                     break
                 end = after.end
-        out.append(_Unit(unit.n, unit.start, end, unit.score))
+            before = units[i - 1] if i else None
+            if end > unit.end and before is not None and "\n\n" not in text[before.end : unit.start]:
+                score = max(score, before.score)
+        out.append(_Unit(unit.n, unit.start, end, score))
     return out
 
 
