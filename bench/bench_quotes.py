@@ -8,6 +8,9 @@
     # the Japanese dev set (38 cases): no saved Japanese answers exist, so what a reader sees without a model
     # (retrieval in keyword mode, the relevance gate, the quotes alone)
     PYTHONPATH=src .venv/bin/python bench/bench_quotes.py ja
+    # either, with --explain: for each key fact the passages hold and the quotes miss, the best-ranked
+    # sentence holding it (its rank and score) beside the quotes chosen (to stderr)
+    PYTHONPATH=src .venv/bin/python bench/bench_quotes.py ja --explain
 
 No model runs: the synthesis is the run's saved `answer` (after its citation check), so "synthesis" is the
 run as committed and "whole" is what a reader of the same answer now sees (synthesis, then quotes; when the
@@ -15,7 +18,8 @@ synthesis was refused or withheld, the quotes alone under "What the sources say"
 with both matchers: `literal` (normalised text, the matcher of every run before issue 44) and `analyzed`
 (literal, or the fact's analysed words in a row: stems, CJK words; eval/metrics.py). Refusals: `synth` counts
 a refused synthesis (as the committed metrics do); `reader` only when the reader sees nothing (refused and no
-quotes). Every quote is checked to be an exact slice of its cited passage, and found in the file on disk.
+quotes). `recall_passages_analyzed` is the share of key facts in the passages the quotes are chosen from:
+what quotes could reach. Every quote is checked to be an exact slice of its cited passage, and found in the file on disk.
 """
 
 from __future__ import annotations
@@ -33,12 +37,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _env import SHARED_DATA, header
 
-from citedocs.answer.gate import relevance_decision
+from citedocs.answer.evidence import score_sentences
+from citedocs.answer.gate import question_terms, relevance_decision
 from citedocs.answer.passages import passages
 from citedocs.answer.prompt import REFUSAL_SENTENCES
 from citedocs.answer.quotes import Quote, choose_quotes
 from citedocs.eval.cases import Case, load_cases
-from citedocs.eval.metrics import correct_refusal, key_fact_recall, wrong_refusal
+from citedocs.eval.metrics import correct_refusal, fact_found, key_fact_recall, wrong_refusal
 from citedocs.eval.prompts import prompt_passages
 from citedocs.hits import Hit
 from citedocs.search.distinct import PASSAGE_OVERLAP
@@ -80,9 +85,16 @@ def _on_disk(corpus: Path, hit: Hit, quote: Quote) -> bool:
 
 
 def score_case(
-    case: Case, synthesis: str, refused: bool, quotes: list[Quote], language: str, model: bool = True
+    case: Case,
+    synthesis: str,
+    refused: bool,
+    quotes: list[Quote],
+    language: str,
+    model: bool = True,
+    hits: Sequence[Hit] = (),
 ) -> dict[str, Any]:
-    """One case as the reader sees it; without a `model` there is no synthesis and no refusal sentence."""
+    """One case as the reader sees it; without a `model` there is no synthesis and no refusal sentence.
+    `passages`: the share of key facts in the passages the quotes were chosen from (their ceiling)."""
     shown_quotes = "\n".join(q.text for q in quotes)
     said = REFUSAL_SENTENCES[language] if refused and model else synthesis
     shown = (said + "\n" + shown_quotes).strip()
@@ -98,6 +110,7 @@ def score_case(
         whole = (("" if refused else synthesis) + "\n" + shown_quotes).strip()
         row[f"whole_{matcher}"] = key_fact_recall(whole, case.key_facts, not whole, matcher=matcher)
         row[f"quotes_{matcher}"] = key_fact_recall(shown_quotes, case.key_facts, not quotes, matcher=matcher)
+    row["passages_analyzed"] = key_fact_recall("\n".join(h.text for h in hits), case.key_facts, not hits)
     silent = refused and not quotes
     row["wrong_synth"], row["wrong_reader"] = (
         wrong_refusal(case.kind, refused),
@@ -108,12 +121,51 @@ def score_case(
     return row
 
 
+def explain_case(case: Case, hits: Sequence[Hit], quotes: list[Quote]) -> None:
+    """Why a case's quotes miss a key fact its passages hold (to stderr): the question, its content terms,
+    the quotes with their scores, and for each missed fact the best-ranked sentence that holds it."""
+    if case.kind != "answerable" or not hits:
+        return
+    shown = "\n".join(q.text for q in quotes)
+    missed = [
+        f
+        for f in case.key_facts
+        if not fact_found(shown, f) and fact_found("\n".join(h.text for h in hits), f)
+    ]
+    if not missed:
+        return
+    asked = question_terms(case.question)
+    ranked = sorted(
+        (s for sentences in score_sentences(case.question, hits) for s in sentences),
+        key=lambda s: (-s.score, s.n, s.index),
+    )
+    lines = [f"{case.id} {case.question}", f"  terms: {sorted(asked.all)}  facts: {list(case.key_facts)}"]
+    lines += [f"  quote {q.score:.2f} [{q.n}] {' '.join(q.text.split())[:110]}" for q in quotes]
+    for fact in missed:
+        where = next(
+            (
+                (rank, s)
+                for rank, s in enumerate(ranked)
+                if fact_found(hits[s.n - 1].text[s.span.start : s.span.end], fact)
+            ),
+            None,
+        )
+        if where is None:
+            lines.append(f"  MISSED {fact!r}: across sentences (a table, or split)")
+            continue
+        rank, s = where
+        text = " ".join(hits[s.n - 1].text[s.span.start : s.span.end].split())[:110]
+        lines.append(f"  MISSED {fact!r}: sentence {rank + 1} of {len(ranked)}, {s.score:.2f} [{s.n}] {text}")
+    print("\n".join(lines), file=sys.stderr)
+
+
 def table(name: str, rows: list[dict[str, Any]], verbatim: tuple[int, int, int]) -> dict[str, Any]:
     shown = [r for r in rows if r["kind"] == "answerable"]
     out: dict[str, Any] = {"run": name, "cases": len(rows), "answerable": len(shown)}
     for part in ("whole", "synth", "quotes"):
         for matcher in ("literal", "analyzed"):
             out[f"recall_{part}_{matcher}"] = _mean([r[f"{part}_{matcher}"] for r in rows])
+    out["recall_passages_analyzed"] = _mean([r["passages_analyzed"] for r in rows])
     for key, label in (("chars", "chars"), ("synth_chars", "synth_chars"), ("quote_chars", "quote_chars")):
         values = [r[key] for r in shown if r[key]]
         out[f"{label}_p50"], out[f"{label}_p95"] = _pct(values, 0.5), _pct(values, 0.95)
@@ -125,7 +177,7 @@ def table(name: str, rows: list[dict[str, Any]], verbatim: tuple[int, int, int])
     return out
 
 
-def run_runs(run_dirs: Sequence[Path], alone: bool = False) -> list[dict[str, Any]]:
+def run_runs(run_dirs: Sequence[Path], alone: bool = False, explain: bool = False) -> list[dict[str, Any]]:
     """Quotes added to each run's saved synthesis; `alone`: the synthesis dropped, as without a model."""
     cases = {c.id: c for c in load_cases(*EN_CASES)}
     tables = []
@@ -148,13 +200,15 @@ def run_runs(run_dirs: Sequence[Path], alone: bool = False) -> list[dict[str, An
                 verbatim[0] += 1
                 verbatim[1] += hits[q.n - 1].text[q.start : q.end] == q.text
                 verbatim[2] += _on_disk(EN / "docs", hits[q.n - 1], q)
-            rows.append(score_case(case, synthesis, refused, quotes, "en", model=not alone))
+            rows.append(score_case(case, synthesis, refused, quotes, "en", model=not alone, hits=hits))
+            if explain:
+                explain_case(case, hits, quotes)
         name = run_dir.name + (" (synthesis dropped: no model)" if alone else "")
         tables.append(table(name, rows, (verbatim[0], verbatim[1], verbatim[2])))
     return tables
 
 
-def run_japanese(top_k: int = 5) -> dict[str, Any]:
+def run_japanese(top_k: int = 5, explain: bool = False) -> dict[str, Any]:
     cases = load_cases(JA / "cases.jsonl")
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(db=str(Path(tmp) / "ja.sqlite3"), embedder="none")
@@ -172,7 +226,9 @@ def run_japanese(top_k: int = 5) -> dict[str, Any]:
                     verbatim[0] += 1
                     verbatim[1] += hits[q.n - 1].text[q.start : q.end] == q.text
                     verbatim[2] += _on_disk(JA / "docs", hits[q.n - 1], q)
-                rows.append(score_case(case, "", True, quotes, "ja", model=False))
+                rows.append(score_case(case, "", True, quotes, "ja", model=False, hits=hits))
+                if explain:
+                    explain_case(case, hits, quotes)
         finally:
             app.close()
     return table(
@@ -190,10 +246,18 @@ def main() -> None:
     runs = sub.add_parser("runs", help="committed claude-docs runs, quotes added to their saved answers")
     runs.add_argument("run_dirs", nargs="*", type=Path, default=list(DEFAULT_RUNS))
     runs.add_argument("--alone", action="store_true", help="drop the saved syntheses: the quotes alone")
-    sub.add_parser("ja", help="the Japanese dev set: retrieval, gate and quotes, no model")
+    ja = sub.add_parser("ja", help="the Japanese dev set: retrieval, gate and quotes, no model")
+    for command in (runs, ja):
+        command.add_argument(
+            "--explain", action="store_true", help="print why each missed key fact was missed (stderr)"
+        )
     args = parser.parse_args()
     print(json.dumps(header()))
-    results = run_runs(args.run_dirs, args.alone) if args.what == "runs" else [run_japanese()]
+    results = (
+        run_runs(args.run_dirs, args.alone, args.explain)
+        if args.what == "runs"
+        else [run_japanese(explain=args.explain)]
+    )
     for result in results:
         print(json.dumps(result, ensure_ascii=False))
 

@@ -52,6 +52,27 @@ def test_japanese_question_finds_the_japanese_sentence() -> None:
     assert (best[0].line_start, best[0].line_end) == (3, 3)
 
 
+def test_a_plain_heading_line_counts_as_the_heading_not_as_part_of_the_sentence_after_it() -> None:
+    # HTML passages hold their headings as plain lines; glued to the next sentence, the heading's words
+    # counted twice for it (as its own and as its heading's) and it was shown with the heading in it.
+    ja = hit(
+        "ログの削除\n画面の色は設定で変えられます。\n古いログは 30 日後に削除されます。",
+        "/docs/ops.html",
+        "運用 > ログの削除",
+    )
+    assert [b.text for b in best_sentences("ログの削除はいつ？", [ja], 1)] == [
+        "古いログは 30 日後に削除されます。"
+    ]
+    en = hit(
+        "Log removal\nColours are set in the theme.\nOld logs are removed after 30 days.",
+        "/a.html",
+        "Ops > Log removal",
+    )
+    assert [b.text for b in best_sentences("When does log removal happen?", [en], 1)] == [
+        "Old logs are removed after 30 days."
+    ]
+
+
 def test_line_span_widens_where_the_passage_has_blank_lines_the_file_lacks() -> None:
     # The file has "# Title" right above its text (2 lines); the chunker put a blank line between (3 lines).
     passage = Hit("c1", "/d/a.md", "/d", "Title", None, 10, 11, 1.0, "# Title\n\nBody text.")

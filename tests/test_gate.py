@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from citedocs.answer.gate import DEFAULT_RELEVANCE_THRESHOLD, relevance_decision
+from citedocs.answer.gate import DEFAULT_RELEVANCE_THRESHOLD, question_terms, relevance_decision
 from citedocs.hits import Hit
 
 DOCS = [
@@ -100,3 +100,8 @@ def test_held_terms_do_not_let_a_short_or_loosely_matching_off_topic_question_th
     # the count is of distinct question terms: a passage repeating one held term many times does not pass
     repeated = Hit("r", "/docs/r.md", "/docs", "R", None, 1, 2, 0.1, "recipe " * 50)
     assert not relevance_decision(long_off_topic, [repeated]).allowed
+
+
+def test_words_that_ask_rather_than_say_what_about_are_left_out_in_both_languages() -> None:
+    assert question_terms("What is the best way to rotate old logs?").words == {"rotat", "old", "log"}
+    assert question_terms("古いログを回す良い方法は？必要な設定の例は？").words == {"古い", "ログ", "設定"}

@@ -94,6 +94,19 @@ def test_content_terms_keep_facts_and_drop_grammar_and_framing() -> None:
     assert not found.words & {"は", "に", "ます", "ドキュメント", "よる"}
 
 
+def test_words_that_work_as_grammar_are_searched_for_but_state_no_fact() -> None:
+    # 時 "when", 他 "other", 全て "all" (nouns used as adverbs), いい in すればいい and ほしい in してほしい,
+    # よう, 各 and 再 (prefixes), こと, and や standing alone: English stop words, in effect
+    question = "新しいパッケージを作るときは、ほかの開発者に全て再ビルドしてほしいようだ。どうすればいい？"
+    found = extract_terms(question)
+    assert {"新しい", "パッケージ", "開発者", "ビルド"} <= found.words
+    assert not found.words & {"時", "他", "全て", "欲しい", "良い", "よう", "再"}
+    assert not extract_terms("各パッケージでやるべきこと").words & {"各", "こと"}
+    assert "や" not in extract_terms("README.Debian や debconf の note").words
+    # retrieval is unchanged: only particles and endings are left out of a query
+    assert {"時", "他"} <= set(query_terms(question))
+
+
 def _hit(text: str, heading: str = "ログ") -> Hit:
     return Hit("c1", "/docs/logs.md", "/docs", heading, None, 1, 3, 1.0, text)
 

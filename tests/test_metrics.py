@@ -175,6 +175,16 @@ def test_key_fact_words_match_at_a_word_start() -> None:
     assert key_fact_recall("use the input json delta type", ["input_json_delta"]) == 0.0
 
 
+def test_a_japanese_key_fact_may_start_anywhere_in_a_run_of_text() -> None:
+    # no spaces between Japanese words; SudachiPy cuts 冪 from 等 in the sentence but not in the fact alone
+    answer = "メンテナスクリプトは冪等でなければなりません。"
+    assert key_fact_recall(answer, ["冪等"], matcher="literal") == 1.0
+    assert key_fact_recall(answer, ["冪等"]) == 1.0
+    assert key_fact_recall("changes ファイルは最後に転送する", ["最後に転送"], matcher="literal") == 1.0
+    assert key_fact_recall("ログは削除されます", ["冪等"]) == 0.0
+    assert key_fact_recall("a hedge case", ["edge case"]) == 0.0  # Latin words still start at a boundary
+
+
 def test_key_fact_recall_scores_refusals_zero_and_has_no_value_without_facts() -> None:
     assert key_fact_recall("529 overloaded_error", ["529"], refused=True) == 0.0
     assert key_fact_recall("anything", []) is None

@@ -92,6 +92,55 @@ def test_japanese_sentences_end_without_spaces_and_the_synthesis_is_read_by_its_
     assert any("15" in q.text for q in under)
 
 
+def test_a_sentence_that_introduces_code_or_a_list_is_quoted_with_it() -> None:
+    ja = hit(
+        "試験版は特殊なディストリビューションです。\n以下が、試験版 (experimental) 用の sources.list です:\n\n"
+        "```default\ndeb http://deb.debian.org/debian/ experimental main\n```\n",
+        path="/docs/resources.html",
+        heading="試験版",
+    )
+    quotes = choose_quotes("experimental のパッケージを使いたい。sources.list に書く行は？", [ja])
+    assert quotes[0].text.startswith("以下が") and "deb http://deb.debian.org/debian/" in quotes[0].text
+    assert ja.text[quotes[0].start : quotes[0].end] == quotes[0].text
+    en = hit(
+        "For rest of the 91 samples in the test set:\n\n- Accuracy: 89.01%\n- Time taken: 1.61 seconds\n\n"
+        "## Costs\nBananas are yellow."
+    )
+    quotes = choose_quotes("What are the results on the 91 samples of the test set?", [en])
+    assert (
+        quotes[0].text
+        == "For rest of the 91 samples in the test set:\n\n- Accuracy: 89.01%\n- Time taken: 1.61 seconds"
+    )
+
+
+def test_an_introduction_that_says_nothing_itself_matches_as_well_as_the_sentence_before_it() -> None:
+    ja = hit(
+        "dpkg-depcheck は新しいパッケージの Build-Depends を洗い出すのに役立ちます。例えば以下の様にします:\n\n"
+        "```sh\ndpkg-depcheck -b debian/rules build\n```\n"
+    )
+    quotes = choose_quotes("新しいパッケージの Build-Depends を洗い出したい。便利なツールは？", [ja])
+    assert any("dpkg-depcheck -b debian/rules build" in q.text for q in quotes)
+    en = hit("Install the Python SDK with pip. For example:\n\n```sh\npip install anthropic\n```\n")
+    quotes = choose_quotes("How do I install the Python SDK?", [en])
+    assert any("pip install anthropic" in q.text for q in quotes)
+
+
+def test_between_two_equal_matches_the_one_that_names_something_comes_first() -> None:
+    # the first restates the question; the second names where to write
+    ja = hit(
+        "休暇で不在になる時は他の開発者に知らせるのが大事です。\n"
+        "休暇で不在になるなら debian-private@lists.debian.org に [VAC] と付けて送り開発者に知らせます。"
+    )
+    quotes = choose_quotes("休暇で不在になる。開発者にどう知らせる？", [ja])
+    assert "debian-private@lists.debian.org" in quotes[0].text
+    en = hit(
+        "Before a vacation, tell the other developers.\n"
+        "Before a vacation, tell the developers at debian-private@lists.debian.org."
+    )
+    quotes = choose_quotes("How do I tell the developers before a vacation?", [en])
+    assert "debian-private@lists.debian.org" in quotes[0].text
+
+
 def test_prompt_passages_recovers_what_the_model_read() -> None:
     hits = [LIMITS, hit("Retries back off exponentially.", path="/docs/retry.md", heading="Retries")]
     messages, _ = build_messages("How are requests limited?", hits)

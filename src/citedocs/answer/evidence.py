@@ -2,7 +2,9 @@
 what the quotes are chosen from.
 
 Each sentence is scored by the question terms found in it (from `text.terms`, so Japanese works too), its
-heading's, and its passage's rank. The model reads every passage whole: 450-token windows of the best sentences read half the prompt but lost hand-graded
+heading's, and its passage's rank. A heading line is not a sentence: it counts through the heading weight,
+also where the passage holds it as plain text (HTML, PDF), which would otherwise glue it to the sentence
+after it and score that sentence twice for the heading's words. The model reads every passage whole: 450-token windows of the best sentences read half the prompt but lost hand-graded
 faithfulness (0.73 -> 0.51 with the 1.5B model) and were removed (docs/decisions/answers.md).
 """
 
@@ -106,7 +108,7 @@ def _scored(question: Terms, hits: Sequence[Hit]) -> list[list[ScoredSentence]]:
             coverage(question, extract_terms(hit.heading, keep_parts=True), weights) if hit.heading else 0.0
         )
         sentences: list[ScoredSentence] = []
-        spans = split_sentences(hit.text)
+        spans = split_sentences(hit.text, hit.heading.split(" > "))
         for index, span in enumerate(spans):
             text = hit.text[span.start : span.end]
             if span.kind == "heading" or not text.strip():

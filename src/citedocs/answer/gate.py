@@ -38,11 +38,13 @@ GATE_TOP_N = 5
 # 10 and 6 of 12 of their terms, pass; of 1,109 SciFact claims (long off-topic sentences) 17 pass instead of
 # 10, of 40 hand-written off-topic questions 1 as before. 6 would pass only one of the two; 4 lets 48 claims in.
 MIN_HELD_TERMS = 5
-# Words that ask rather than say what about; stemmed like every other word.
+# Words that ask rather than say what about, and the same in Japanese (方法 "way", 必要 "need", 違い
+# "difference": 良い, 欲しい and こと are not content words there at all); analysed like every other word.
 _ASKING_WORDS = extract_terms(
     "best better good great explain describe difference differences tell know need want way ways work works "
     "use using used make makes thing things happen happens mean means possible example examples recommend "
-    "please help list show give find question"
+    "please help list show give find question "
+    "必要 方法 仕方 やり方 違い 例 可能 意味 一覧 質問 推奨 おすすめ"
 ).words
 
 

@@ -4,7 +4,9 @@ A 1.5B model restating five passages keeps 0.59-0.66 of the key facts they hold 
 that hold the rest are already in the passages. This picks them without the model: the sentences (table rows,
 list items, code lines) that match the question best (`evidence.score_sentences`, the same scores as the
 `evidence` event), leaving out any whose content terms the reader has already seen — in the question, in the
-synthesis, in a quote chosen before it — so a quote adds a fact. Each quote is an exact slice of its passage
+synthesis, in a quote chosen before it — so a quote adds a fact; of two that match equally, the one that
+names a number or identifier the question does not comes first. A sentence that ends in a colon is quoted
+with the list, table rows or code it introduces. Each quote is an exact slice of its passage
 (`passage.text[start:end] == quote.text`), cites the passage's number and says where it is (file lines, page
 or URL). At most a few hundred characters: fewer when the synthesis already states what they would; more when
 there is no synthesis (withheld, refused by the model, no model), because then the quotes are the answer.
@@ -13,6 +15,7 @@ Japanese works the same: sentences end at `。` with no space, and terms come fr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
@@ -51,6 +54,9 @@ MIN_NEW_SHARE = 0.2
 # never quoted in place of a refused answer (under a synthesis it may still point to where the answer is).
 MENU_WORDS = 10
 _PUNCTUATION = frozenset(".,:;!?()[]{}|=`'\"/<>。、，．：；！？（）「」『』")
+_INTRODUCING = (":", "：")
+# What may stand between a sentence and what it introduces: white space, list markers (outside the spans).
+_GAP_RE = re.compile(r"(?:\s|[-*+•]|\d{1,3}[.)])*")
 # What a front end calls the quotes when there is no synthesis above them.
 QUOTES_LABEL = "What the sources say"
 
@@ -104,6 +110,7 @@ class _Unit:
     start: int
     end: int
     score: float
+    names: bool = False  # holds a number or identifier the question does not (`_names_something`)
 
 
 def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
@@ -128,16 +135,47 @@ def _is_markup(text: str) -> bool:
     return stripped.startswith("<!--") or stripped.endswith("-->")
 
 
+def _introduced(text: str, units: list[_Unit]) -> list[_Unit]:
+    """`units` of one passage (in order), where a sentence that ends in a colon ("The fields are:", "以下が
+    設定です：") runs on through what it introduces (the list items, table rows or code right after it) as far
+    as a quote may go: alone it says only that the answer follows. A heading in between stops it. One that
+    says nothing of its own ("For example:", "例えば以下の様にします:") goes on from the sentence before it in
+    its paragraph and matches the question as well as that one."""
+    out: list[_Unit] = []
+    for i, unit in enumerate(units):
+        end, score = unit.end, unit.score
+        if text[unit.start : unit.end].endswith(_INTRODUCING):
+            for after in units[i + 1 :]:
+                if after.end - unit.start > MAX_QUOTE_CHARS or not _GAP_RE.fullmatch(text, end, after.start):
+                    break
+                end = after.end
+            before = units[i - 1] if i else None
+            if end > unit.end and before is not None and "\n\n" not in text[before.end : unit.start]:
+                score = max(score, before.score)
+        out.append(_Unit(unit.n, unit.start, end, score))
+    return out
+
+
+def _names_something(question: Terms, text: str) -> bool:
+    """`text` holds a number or an identifier (a path, an address, a `snake_case` name) the question does
+    not: what a key fact usually is. Between two sentences that match the question equally, the one that
+    names something answers; the other restates the question ("Two things must be done when ...")."""
+    terms = extract_terms(text, keep_parts=True)
+    return bool(terms.numbers - question.numbers or terms.identifiers - question.identifiers)
+
+
 def _units(question: Terms, hits: Sequence[Hit], scored: list[list[ScoredSentence]]) -> list[_Unit]:
-    """Every scored sentence of every passage; one too long to read at a glance, line by line."""
+    """Every scored sentence of every passage; one too long to read at a glance, line by line; one that
+    introduces a list, table or code, with it (`_introduced`)."""
     weights = question.weighted()
     out: list[_Unit] = []
     for n, (hit, sentences) in enumerate(zip(hits, scored, strict=True), start=1):
+        units: list[_Unit] = []
         heading: float | None = None
         for s in sentences:
             start, end = _trimmed(hit.text, s.span.start, s.span.end)
             if end - start <= MAX_QUOTE_CHARS or "\n" not in hit.text[start:end]:
-                out.append(_Unit(n, start, end, s.score))
+                units.append(_Unit(n, start, end, s.score))
                 continue
             if heading is None:
                 heading = coverage(question, extract_terms(hit.heading, keep_parts=True), weights) * bool(
@@ -149,7 +187,10 @@ def _units(question: Terms, hits: Sequence[Hit], scored: list[list[ScoredSentenc
                 at += len(line) + 1
                 if b > a:
                     own = coverage(question, extract_terms(hit.text[a:b], keep_parts=True), weights)
-                    out.append(_Unit(n, a, b, sentence_score(own, heading, n)))
+                    units.append(_Unit(n, a, b, sentence_score(own, heading, n)))
+        for unit in _introduced(hit.text, units):
+            names = _names_something(question, hit.text[unit.start : unit.end])
+            out.append(_Unit(unit.n, unit.start, unit.end, unit.score, names))
     return out
 
 
@@ -173,7 +214,7 @@ def choose_quotes(
     least = MIN_QUOTE_SCORE_REFUSED if model_refused else MIN_QUOTE_SCORE
     asked = question_terms(question)
     per_hit = scored if scored is not None else score_sentences(question, hits)
-    units = sorted(_units(asked, hits, per_hit), key=lambda u: (-u.score, u.n, u.start))
+    units = sorted(_units(asked, hits, per_hit), key=lambda u: (-u.score, not u.names, u.n, u.start))
     # What the reader has seen: the question and the synthesis (its words, not its citation markers).
     seen = union([asked, extract_terms(strip_markers(synthesis), keep_parts=True)])
     keys: set[str] = set()

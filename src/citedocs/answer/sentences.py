@@ -2,14 +2,20 @@
 
 Code is masked first (inline `code` and fenced blocks), so `a.b()` or `list[0]` inside code is neither a
 sentence end nor a citation. List items, headings and table rows are units of their own; a sentence ends at
-`.`, `!` or `?` (plus any citations right after it) when whitespace and a capital, digit or opening mark
-follow, unless the period ends a known abbreviation or an initial.
+`.`, `!` or `?` (plus any citations right after it) when whitespace and a capital, digit, opening mark or
+CJK character follow (those scripts have no lower case to say a sentence goes on), unless the period ends a
+known abbreviation, an initial or the section number that opens a line (`4.6.5. Release names`); at `。`,
+`！`, `？` with no space. A line that is one of the passage's
+headings (plain text from HTML, PDF or Word, where no `#` marks it) is a heading of its own.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
+
+from citedocs.text.cjk import CJK_RUN
 
 MAX_RANGE_SPAN = 50
 
@@ -19,6 +25,7 @@ CITATION_RE = re.compile(
 _CODE_RE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]+`", re.DOTALL)
 _LIST_ITEM_RE = re.compile(r"[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]+")
 _HEADING_RE = re.compile(r"[ \t]*#{1,6}[ \t]+")
+_SECTION_NUMBER_RE = re.compile(r"[ \t]*\d{1,3}(?:\.\d{1,3})+")
 _TERMINAL_RE = re.compile(r"[.!?]+|[。！？．]+")
 # Full-width terminals (Japanese, Chinese) end a sentence with no space after them.
 _FULL_WIDTH_TERMINALS = frozenset("。！？．")
@@ -98,11 +105,12 @@ def strip_markers(text: str) -> str:
     return "".join(pieces)
 
 
-def split_sentences(text: str) -> list[Span]:
-    """Sentence spans of an answer, in order, without the list markers and whitespace between them."""
+def split_sentences(text: str, headings: Collection[str] = ()) -> list[Span]:
+    """Sentence spans of an answer or passage, in order, without the list markers and whitespace between
+    them; a line that is one of `headings` (the passage's heading path) is a heading."""
     masked = mask_code(text)
     spans: list[Span] = []
-    for start, end, kind in _blocks(text, masked):
+    for start, end, kind in _blocks(text, masked, frozenset(h.strip() for h in headings if h.strip())):
         if kind == "text":
             spans.extend(_split_block(masked, start, end))
         else:
@@ -110,7 +118,7 @@ def split_sentences(text: str) -> list[Span]:
     return spans
 
 
-def _blocks(text: str, masked: str) -> list[tuple[int, int, str]]:
+def _blocks(text: str, masked: str, headings: frozenset[str]) -> list[tuple[int, int, str]]:
     """Paragraph pieces: runs of prose lines, and each list item, heading, table row or code block."""
     blocks: list[tuple[int, int, str]] = []
     current: list[int] | None = None  # [start, end] of the open prose block
@@ -137,10 +145,11 @@ def _blocks(text: str, masked: str) -> list[tuple[int, int, str]]:
             continue
         heading = _HEADING_RE.match(body)
         item = _LIST_ITEM_RE.match(body)
-        if heading:
+        if heading or body.strip() in headings:
             _close(blocks, current)
             current = None
-            blocks.append((line_start + heading.end(), line_start + len(body.rstrip()), "heading"))
+            lead = heading.end() if heading else len(body) - len(body.lstrip())
+            blocks.append((line_start + lead, line_start + len(body.rstrip()), "heading"))
         elif item or body.lstrip().startswith("|"):
             _close(blocks, current)
             lead = item.end() if item else len(body) - len(body.lstrip())
@@ -181,7 +190,9 @@ def _split_block(masked: str, start: int, end: int) -> list[Span]:
 
 def _boundary(masked: str, match: re.Match[str], end: int) -> int | None:
     """Where the sentence ending at `match` stops (after closers and citations), or None if it does not."""
-    if match.group(0) == "." and _is_abbreviation(masked, match.start()):
+    if match.group(0) == "." and (
+        _is_abbreviation(masked, match.start()) or _is_section_number(masked, match.start())
+    ):
         return None
     full_width = match.group(0)[0] in _FULL_WIDTH_TERMINALS
     pos = match.end()
@@ -208,9 +219,15 @@ def _boundary(masked: str, match: re.Match[str], end: int) -> int | None:
     if nxt >= end:
         return cut
     following = masked[nxt]
-    if following.isupper() or following.isdigit() or following in _OPENERS:
+    if following.isupper() or following.isdigit() or following in _OPENERS or CJK_RUN.match(following):
         return cut
     return None
+
+
+def _is_section_number(masked: str, dot: int) -> bool:
+    """The period closes a section number that opens its line (`4.6.5. Release names`, `5.8.4. 新規...`)."""
+    line_start = masked.rfind("\n", 0, dot) + 1
+    return _SECTION_NUMBER_RE.fullmatch(masked, line_start, dot) is not None
 
 
 def _is_abbreviation(masked: str, dot: int) -> bool:

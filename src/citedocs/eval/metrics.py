@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from citedocs.text.analyzer import fact_groups
+from citedocs.text.cjk import CJK_RUN
 
 __all__ = [
     "citation_precision",
@@ -196,11 +197,14 @@ def normalize_answer(text: str) -> str:
 
 def _contains(haystack: str, fact: str) -> bool:
     """`fact` starts on a word boundary; it must end on one only when it ends in a digit, so `20` does not
-    match `2024` or `20.5` while `edge case` still matches `edge cases`."""
+    match `2024` or `20.5` while `edge case` still matches `edge cases`. Japanese and Chinese write no
+    boundaries between words, so a fact that starts with a CJK character may start anywhere (`冪等` in
+    `スクリプトは冪等で`, where SudachiPy cuts `冪` from `等` and the analysed words do not meet either)."""
     if not fact:
         return False
     tail = r"(?!\d|\.\d)" if fact[-1].isdigit() else ""
-    return re.search(r"(?<!\w)(?<!\d\.)" + re.escape(fact) + tail, haystack) is not None
+    head = "" if CJK_RUN.match(fact) else r"(?<!\w)(?<!\d\.)"
+    return re.search(head + re.escape(fact) + tail, haystack) is not None
 
 
 # How a key fact is looked for in an answer: "literal" (normalised text, the matcher of runs before issue 44)

@@ -49,7 +49,13 @@ _FUNCTION_POS = frozenset({"助詞", "助動詞", "接尾辞"})
 # Those that state a fact: nouns (names, numbers, terms) and adjectives. Verbs and adverbs are how a question
 # is phrased ("how do I put it in", 入れる) more than what it is about, so the gate and the citation checker
 # weigh only these (on ja-developers-reference, counting verbs refused 4 of 30 answerable questions).
-_FACT_POS = frozenset({"名詞", "形容詞", "形状詞", "接頭辞"})
+_FACT_POS = frozenset({"名詞", "形容詞", "形状詞"})
+# ... except those whose subclass says they work as grammar: nouns used as adverbs or conjunctions (時 "when",
+# 場合 "if", 他 "other", 全て "all", 前 "before": English stop words), adjectives and nouns that follow
+# another word (いい in すればいい, ほしい in してほしい), auxiliary stems (よう, みたい); and prefixes (再, 各, 非),
+# which are parts of a word. They stay content (level 1), only no longer count as facts: a question's 時 or
+# 他 matched half the sentences of every passage.
+_GRAMMAR_SUBCLASSES = frozenset({"副詞可能", "非自立可能", "助動詞語幹"})
 _SKIPPED_POS = frozenset({"補助記号", "空白", "記号"})
 SEGMENTERS = ("auto", "sudachi", "bigram")
 
@@ -121,11 +127,20 @@ def _tokenizer() -> Any:
 def _sudachi(run: str) -> tuple[tuple[str, int], ...]:
     out = []
     for morpheme in _tokenizer().tokenize(run):
-        pos = morpheme.part_of_speech()[0]
-        if pos not in _SKIPPED_POS:
-            level = 0 if pos in _FUNCTION_POS else 2 if pos in _FACT_POS else 1
-            out.append((morpheme.normalized_form().lower(), level))
+        pos = morpheme.part_of_speech()
+        if pos[0] not in _SKIPPED_POS:
+            word = morpheme.normalized_form().lower()
+            out.append((word, _level(pos, word)))
     return tuple(out)
+
+
+def _level(pos: tuple[str, ...], word: str) -> int:
+    """0 grammar, 1 content, 2 content that states a fact, from SudachiPy's part of speech. One hiragana
+    standing alone (`や` between two names: "A や B") is a particle SudachiPy misreads without context."""
+    if pos[0] in _FUNCTION_POS:
+        return 0
+    lone_kana = len(word) == 1 and _HIRAGANA_ONLY.match(word) is not None
+    return 2 if pos[0] in _FACT_POS and _GRAMMAR_SUBCLASSES.isdisjoint(pos[1:3]) and not lone_kana else 1
 
 
 def _bigrams(run: str) -> tuple[tuple[str, int], ...]:
@@ -148,10 +163,10 @@ def cjk_spans(run: str, japanese: bool) -> tuple[tuple[int, int, str, int], ...]
     if japanese and _japanese_segmenter() == "sudachi":
         out = []
         for m in _tokenizer().tokenize(run):
-            pos = m.part_of_speech()[0]
-            if pos not in _SKIPPED_POS:
-                level = 0 if pos in _FUNCTION_POS else 2 if pos in _FACT_POS else 1
-                out.append((m.begin(), m.end(), m.normalized_form().lower(), level))
+            pos = m.part_of_speech()
+            if pos[0] not in _SKIPPED_POS:
+                word = m.normalized_form().lower()
+                out.append((m.begin(), m.end(), word, _level(pos, word)))
         return tuple(out)
     grams = [(0, 1, run)] if len(run) == 1 else [(i, i + 2, run[i : i + 2]) for i in range(len(run) - 1)]
     return tuple((s, e, g, 0 if _HIRAGANA_ONLY.match(g) else 2) for s, e, g in grams)

@@ -33,7 +33,7 @@ FRAMING_WORDS = word_set(
 
 # The same for Japanese, as the analyzer's normalised forms ("according to the documentation" = ドキュメントによると).
 CJK_FRAMING_WORDS = word_set(
-    "よる いつ 何 どこ どう どの どれ 誰 なぜ 何故 如何 ドキュメント 文書 資料 記載 説明 参照 によると 依る 従う 通り 情報 以下 上記 回答 答え 為る 有る 居る 成る 出来る 事 物 其れ 此れ"
+    "よる いつ 何 どこ どう どの どれ 誰 なぜ 何故 如何 ドキュメント 文書 資料 記載 説明 参照 によると 依る 従う 通り 情報 以下 上記 回答 答え 為る 有る 居る 成る 出来る 事 こと 物 其れ 此れ"
 )
 
 _TOKEN_RE = re.compile(
