@@ -54,6 +54,8 @@ class LlmProbe:
             "model": (handle.name or described.get("model") or described.get("name")),
             "base_url": described.get("base_url"),
             "reachable": None,
+            "server_kind": described.get("server_kind"),  # native | prebuilt | path, for a server we run
+            "building": described.get("building"),  # a faster (native) server being built: pid, percent, log
         }
         problem = handle.unavailable()  # the verdict `status` and MCP's tool list give, once the model is up
         info["can_answer"] = problem is None
