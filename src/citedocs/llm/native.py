@@ -71,7 +71,10 @@ def build_state(settings: Settings) -> BuildState | None:
     pid = builder_pid(paths.root)
     if pid is None:
         return None
-    return BuildState(pid, build_percent(paths.build_log), str(paths.root / LOG_NAME))
+    log = (
+        paths.build_log if paths.build_log.exists() else paths.root / LOG_NAME
+    )  # the compile's, once it runs
+    return BuildState(pid, build_percent(paths.build_log), str(log))
 
 
 def start_background_build(settings: Settings) -> int | None:
