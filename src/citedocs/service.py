@@ -25,7 +25,6 @@ from citedocs.index.folders import IndexProgress, ProgressCallback
 from citedocs.index.jobs import IndexJobs
 from citedocs.index.ocr import OcrProgress, ocr_status
 from citedocs.index.reading import ReadResult, open_registered, read_lines, read_page_image
-from citedocs.oidc import Identity, OidcVerifier, looks_like_jwt
 from citedocs.parsers.pdf_page import RenderedPage
 from citedocs.search.engine import SearchEngine, SearchResult, not_indexed_error
 from citedocs.settings import Settings
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
     from citedocs.answer.retriever import Retriever
     from citedocs.answer.service import AnswerEvent, AnswerService
     from citedocs.llm.client import ChatModel
+    from citedocs.oidc import Identity, OidcVerifier
     from citedocs.sites.service import SiteService
 
 _log = logging.getLogger(__name__)
@@ -82,11 +82,11 @@ class Citedocs:
         self._sites: SiteService | None = None
         self._links_checked = False
         # single sign-on (docs/teams.md): a bad mapping stops `serve` at start, not at the first sign-in
-        self.sso = (
-            OidcVerifier.from_settings(settings)
-            if settings.auth == "tokens" and settings.oidc_issuer
-            else None
-        )
+        self.sso: OidcVerifier | None = None
+        if settings.auth == "tokens" and settings.oidc_issuer:
+            from citedocs.oidc import OidcVerifier  # PyJWT and cryptography: only for a server that signs in
+
+            self.sso = OidcVerifier.from_settings(settings)
 
     def _embedder_choice(self) -> str | None:
         """What an "auto" embedder chose for this index (or, for an older index, what embedded it)."""
@@ -529,8 +529,11 @@ class Citedocs:
     def authenticate(self, secret: str) -> access.Principal:
         """The principal a bearer secret stands for; unknown, expired and revoked tokens are refused alike.
         With single sign-on configured, a JWT is verified against the issuer and mapped by its groups."""
-        if self.sso is not None and looks_like_jwt(secret):
-            return self._signed_in(self.sso.verify(secret))
+        if self.sso is not None:
+            from citedocs.oidc import looks_like_jwt
+
+            if looks_like_jwt(secret):
+                return self._signed_in(self.sso.verify(secret))
         found = (
             self.tokens.by_hash(access.hash_secret(secret))
             if secret.startswith(access.TOKEN_PREFIX)
