@@ -358,3 +358,19 @@ def test_an_index_path_under_a_file_is_an_error_that_says_what_to_do(
     assert message.startswith("error: Cannot create the folder for the index") and "Traceback" not in message
     assert "Pass --db (or set CITEDOCS_DB)" in message
     assert done.stdout == ""
+
+
+def test_the_handshake_is_written_without_the_http_client_or_sign_in(tmp_path: Path) -> None:
+    # What the early loop needs before it answers: the library, whether `ask` is offered, the instructions.
+    # httpx, PyJWT and the LLM client came with them (~0.3 s of a 2-core machine) and nothing here uses them.
+    code = (
+        "import sys; from citedocs.settings import Settings; from citedocs.service import Citedocs;"
+        "from citedocs.mcp.handshake import answers_enabled, instructions_for;"
+        f"app = Citedocs(Settings(db={str(tmp_path / 'index.sqlite3')!r}));"
+        "instructions_for(app, read_only=False, max_chars=20000, answers=answers_enabled(app)); app.close();"
+        "print(sorted(m for m in ('httpx', 'jwt', 'citedocs.oidc', 'citedocs.llm.client') if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert loaded.stdout.strip() == "[]"

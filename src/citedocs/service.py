@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from citedocs import access
+from citedocs import access, front_search
 from citedocs.embed.auto import CHOICE_KEY, choice_from_fingerprint
 from citedocs.embed.blob import FINGERPRINT_KEY
 from citedocs.embed.factory import make_embedder
@@ -25,10 +25,7 @@ from citedocs.index.folders import IndexProgress, ProgressCallback
 from citedocs.index.jobs import IndexJobs
 from citedocs.index.ocr import OcrProgress, ocr_status
 from citedocs.index.reading import ReadResult, open_registered, read_lines, read_page_image
-from citedocs.index.reanalysis import STALE_NOTE, needs_reanalysis
-from citedocs.oidc import Identity, OidcVerifier, looks_like_jwt
 from citedocs.parsers.pdf_page import RenderedPage
-from citedocs.search.distinct import PASSAGE_OVERLAP
 from citedocs.search.engine import SearchEngine, SearchResult, not_indexed_error
 from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle
@@ -41,6 +38,7 @@ if TYPE_CHECKING:
     from citedocs.answer.retriever import Retriever
     from citedocs.answer.service import AnswerEvent, AnswerService
     from citedocs.llm.client import ChatModel
+    from citedocs.oidc import Identity, OidcVerifier
     from citedocs.sites.service import SiteService
 
 _log = logging.getLogger(__name__)
@@ -84,11 +82,11 @@ class Citedocs:
         self._sites: SiteService | None = None
         self._links_checked = False
         # single sign-on (docs/teams.md): a bad mapping stops `serve` at start, not at the first sign-in
-        self.sso = (
-            OidcVerifier.from_settings(settings)
-            if settings.auth == "tokens" and settings.oidc_issuer
-            else None
-        )
+        self.sso: OidcVerifier | None = None
+        if settings.auth == "tokens" and settings.oidc_issuer:
+            from citedocs.oidc import OidcVerifier  # PyJWT and cryptography: only for a server that signs in
+
+            self.sso = OidcVerifier.from_settings(settings)
 
     def _embedder_choice(self) -> str | None:
         """What an "auto" embedder chose for this index (or, for an older index, what embedded it)."""
@@ -172,19 +170,7 @@ class Citedocs:
         return [Path(s.uri) for s in self.store.list_sources("folder")]
 
     def find_source(self, name_or_path: str) -> Source:
-        source = self.store.find_source(name_or_path)
-        if source is None:
-            try:
-                resolved = str(Path(name_or_path).expanduser().resolve())
-            except (OSError, RuntimeError):
-                resolved = name_or_path
-            source = self.store.find_source(resolved)
-        if source is None or not access.current().sees(source.name):  # an unseen source is an unknown one
-            raise NotFoundError(
-                f"{name_or_path} is not a registered folder or site.",
-                "Run `citedocs list` to see what is registered.",
-            )
-        return source
+        return front_search.find_source(self.store, name_or_path)
 
     def remove(self, name_or_path: str) -> Source:
         """Unregister and purge; a folder being indexed is cancelled first (between two files) and waited for."""
@@ -340,26 +326,17 @@ class Citedocs:
         a passage that repeats one ranked above it (`PASSAGE_OVERLAP`, search/distinct.py) and ranks the next in its place;
         evaluations and the answer service take the raw ranking."""
         self._ensure_link_documents()
-        source_ids = [self.find_source(source).id] if source else self._visible_ids()
-        if source_ids == []:  # a token that sees no source finds nothing (an empty filter is not "all")
-            return SearchResult(query=query, mode=mode or self.settings.search_mode, hits=[])
-        k = self.settings.top_k if k is None else k
-        overlap = PASSAGE_OVERLAP if distinct else 0.0
-        result = self.engine.search(
+        return front_search.search_sources(
+            self.store,
+            self.engine,
             query,
-            k=k,
+            k=self.settings.top_k if k is None else k,
             mode=mode,
-            source_ids=source_ids,
+            source=source,
             file_type=file_type,
             wait_for_model=wait_for_model,
-            overlap=overlap,
+            distinct=distinct,
         )
-        if access.current().sources is not None:  # link documents of unseen sites, had any slipped through
-            result.hits = [h for h in result.hits if access.current().sees(h.source)]
-        access.note(query, (h.source for h in result.hits))
-        if needs_reanalysis(self.store):
-            result.note = f"{result.note} {STALE_NOTE}" if result.note else STALE_NOTE
-        return result
 
     def _ensure_link_documents(self) -> None:
         """Sites registered before unfetched pages were searchable get their link documents, once per index."""
@@ -515,14 +492,10 @@ class Citedocs:
 
     # -- who may see what -------------------------------------------------------------------------
     def _visible(self, sources: Sequence[Source]) -> list[Source]:
-        """The sources the current principal may see (all of them for local use)."""
-        who = access.current()
-        return list(sources) if who.sources is None else [s for s in sources if who.sees(s.name)]
+        return front_search.visible(sources)
 
     def _visible_ids(self) -> list[int] | None:
-        if access.current().sources is None:
-            return None
-        return [s.id for s in self._visible(self.store.list_sources())]
+        return front_search.visible_ids(self.store)
 
     # -- tokens -----------------------------------------------------------------------------------
     @property
@@ -556,8 +529,11 @@ class Citedocs:
     def authenticate(self, secret: str) -> access.Principal:
         """The principal a bearer secret stands for; unknown, expired and revoked tokens are refused alike.
         With single sign-on configured, a JWT is verified against the issuer and mapped by its groups."""
-        if self.sso is not None and looks_like_jwt(secret):
-            return self._signed_in(self.sso.verify(secret))
+        if self.sso is not None:
+            from citedocs.oidc import looks_like_jwt
+
+            if looks_like_jwt(secret):
+                return self._signed_in(self.sso.verify(secret))
         found = (
             self.tokens.by_hash(access.hash_secret(secret))
             if secret.startswith(access.TOKEN_PREFIX)

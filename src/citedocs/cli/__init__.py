@@ -10,8 +10,6 @@ import sys
 import warnings
 from typing import Any, TextIO
 
-from citedocs.retired_settings import RetiredSettingWarning
-
 __all__ = ["app", "main"]
 
 
@@ -46,6 +44,8 @@ def _show_warning(
     line: str | None = None,
 ) -> None:
     """A retired setting is one plain line, as every other message of the command (not a source location)."""
+    from citedocs.retired_settings import RetiredSettingWarning  # tomllib and more: only once a warning comes
+
     if issubclass(category, RetiredSettingWarning):
         (file or sys.stderr).write(f"warning: {message}\n")
     else:

@@ -13,6 +13,7 @@ from rich.markup import escape
 from citedocs.cli.common import DbOption, JsonOption, console, out, print_json, run, service, settings_for
 from citedocs.cli.hit_lines import Style, hit_lines
 from citedocs.cli.indexing import embed_and_report, index_and_report
+from citedocs.cli.one_off import one_off_mode, with_one_off_note
 from citedocs.cli.terminal import one_line, shown
 
 if TYPE_CHECKING:
@@ -21,10 +22,6 @@ if TYPE_CHECKING:
 NOTHING_REGISTERED = (
     "Nothing to search yet: no folder or site is registered. "
     "Add a folder with `citedocs add PATH` (or a site with `citedocs add-site NAME URL`), then search again."
-)
-ONE_OFF_NOTE = (
-    "Keyword results: a one-off command does not load the embedding model. Run `citedocs serve` (searches then "
-    "use it, hybrid and warm), or pass `--mode hybrid`."
 )
 NOTHING_INDEXED = (
     "Nothing is indexed yet. Run `citedocs status` to see whether indexing is still running or files failed; "
@@ -309,12 +306,12 @@ def search(
         _print_hits(remote.get("note"), remote["hits"], EMPTY_INDEX_NOTE)
         return
     with service(db, create=False) as app_:
-        one_off = mode is None and app_.embedder is not None
+        searched, one_off = one_off_mode(mode, app_.embedder is not None)
         result = run(
             lambda: app_.search(
                 query,
                 k=k,
-                mode="keyword" if one_off else mode,
+                mode=searched,
                 source=source,
                 file_type=file_type,
                 wait_for_model=True,
@@ -322,7 +319,7 @@ def search(
             )
         )
         if one_off and result.hits:
-            result.note = ((result.note + " ") if result.note else "") + ONE_OFF_NOTE
+            result.note = with_one_off_note(result.note)
         found = result.to_dict()  # the same object as the HTTP API's /search
         if as_json:
             print_json(found)
@@ -380,8 +377,8 @@ class _Highlighted(Style):
 
 
 def _print_hits(note: str | None, hits: list[dict[str, Any]], empty_index_note: str) -> None:
-    if note:
-        console.print(f"[dim]note: {escape(one_line(note))}[/dim]")
+    if note:  # one line, as the fast path (cli/fast.py) writes it: a pipe gets the same bytes either way
+        console.print(f"[dim]note: {escape(one_line(note))}[/dim]", soft_wrap=True)
     if not hits:
         out.print("No matches." if note != empty_index_note else NOTHING_INDEXED)
     for line in hit_lines(hits, _Highlighted()):

@@ -27,8 +27,9 @@ from citedocs.settings import Settings
 if TYPE_CHECKING:
     from citedocs.service import Citedocs
 
-console = Console(stderr=True)
-out = Console(soft_wrap=True, highlight=False)
+# emoji=False: rich would otherwise print a document's `:smile:` as an emoji (text is data, cli/terminal.py)
+console = Console(stderr=True, emoji=False)
+out = Console(soft_wrap=True, highlight=False, emoji=False)
 
 DbOption = Annotated[
     str | None, typer.Option("--db", help="Index file (default: platform data dir; env CITEDOCS_DB).")

@@ -16,8 +16,9 @@ from typing import Any
 
 from citedocs.cli import remote
 from citedocs.cli.hit_lines import hit_lines
+from citedocs.cli.one_off import one_off_mode, with_one_off_note
 from citedocs.cli.terminal import one_line
-from citedocs.locations import quick_index
+from citedocs.locations import QuickIndex, only_defaults, quick_index
 
 __all__ = ["fast_mcp", "fast_search"]
 
@@ -65,7 +66,7 @@ def fast_search(argv: list[str]) -> int | None:
         return None
     reply = remote.search(where.db_path, {**args, "k": where.top_k})
     if reply is None:
-        return None
+        return _search_here(where, args, as_json)
     if reply.error is not None:
         sys.stderr.write(
             f"error: {reply.error.get('message', '')} {reply.error.get('hint', '')}".rstrip() + "\n"
@@ -77,9 +78,62 @@ def fast_search(argv: list[str]) -> int | None:
     hits = reply.body.get("hits") or []
     if not hits:
         return None  # the full command knows whether to say "add a folder" or "nothing indexed yet"
-    if reply.body.get("note"):
-        sys.stderr.write(f"note: {one_line(reply.body['note'])}\n")
+    _print_hits(reply.body.get("note"), hits)
+    return 0
+
+
+def _print_hits(note: str | None, hits: list[dict[str, Any]]) -> None:
+    if note:
+        sys.stderr.write(f"note: {one_line(note)}\n")
     sys.stdout.write("\n".join(hit_lines(hits)) + "\n")
+
+
+def _search_here(where: QuickIndex, args: dict[str, Any], as_json: bool) -> int | None:
+    """A keyword search of the local index, as the full command makes it, when no setting but the index and
+    `k` departs from its default (only Settings can tell what one does); else None. Hybrid and semantic
+    searches load the embedding model, which costs more than the full CLI's imports: they take the full path.
+    Every library error returns None too: the full command says it in its words, with its exit code."""
+    mode, one_off = one_off_mode(args.get("mode"), has_embedder=True)  # the default embedder is "auto"
+    if mode != "keyword" or not only_defaults():
+        return None
+    from citedocs.errors import CitedocsError
+    from citedocs.front_search import search_sources
+    from citedocs.search.engine import SearchEngine
+    from citedocs.sites.links import ensure_link_documents
+    from citedocs.store import open_store
+
+    try:
+        store = open_store(str(where.db_path), create=False)
+    except CitedocsError:
+        return None
+    engine = SearchEngine(store, None)
+    try:
+        ensure_link_documents(store)
+        result = search_sources(
+            store,
+            engine,
+            args["query"],
+            k=where.top_k,
+            mode=mode,
+            source=args.get("source"),
+            file_type=args.get("file_type"),
+            wait_for_model=True,
+            distinct=True,
+        )
+    except CitedocsError:
+        return None
+    finally:
+        engine.close()
+        store.close()
+    if one_off and result.hits:
+        result.note = with_one_off_note(result.note)
+    found = result.to_dict()  # the same object as the HTTP API's /search
+    if as_json:
+        sys.stdout.write(json.dumps(found, ensure_ascii=False, indent=2, default=str) + "\n")
+        return 0
+    if not found["hits"]:
+        return None  # the full command knows whether to say "add a folder" or "nothing indexed yet"
+    _print_hits(found["note"], found["hits"])
     return 0
 
 

@@ -96,8 +96,8 @@ def list_(as_json: JsonOption = False) -> None:
     """The catalogue, and which of its models are installed (with their disk use)."""
     from citedocs.llm.catalog import load_catalog
     from citedocs.llm.install import chosen_model, disk_usage, installed_models, server_binary, server_kind
-    from citedocs.llm.model import readiness
     from citedocs.llm.native import build_state
+    from citedocs.llm.readiness import readiness
 
     settings = settings_for(None)
     ready = readiness(settings)

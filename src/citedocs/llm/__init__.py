@@ -1,19 +1,27 @@
-"""Talking to language models: the OpenAI-compatible client, the endpoint pool, the llama.cpp supervisor."""
+"""Talking to language models: the OpenAI-compatible client, the endpoint pool, the llama.cpp supervisor.
+
+Names load on first use: `citedocs mcp` reads `llm.readiness` for its handshake without importing the client
+(httpx, asyncio).
+"""
 
 from __future__ import annotations
 
-from citedocs.llm.client import (
-    ChatModel,
-    Completion,
-    Finish,
-    LLMClient,
-    LLMEvent,
-    LLMStreamError,
-    Prices,
-    TokenDelta,
-    Usage,
-)
-from citedocs.llm.pool import LLMPool
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from citedocs.llm.client import (
+        ChatModel,
+        Completion,
+        Finish,
+        LLMClient,
+        LLMEvent,
+        LLMStreamError,
+        Prices,
+        TokenDelta,
+        Usage,
+    )
+    from citedocs.llm.pool import LLMPool
 
 __all__ = [
     "ChatModel",
@@ -27,3 +35,10 @@ __all__ = [
     "TokenDelta",
     "Usage",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module 'citedocs.llm' has no attribute {name!r}")
+    module = importlib.import_module("citedocs.llm.pool" if name == "LLMPool" else "citedocs.llm.client")
+    return getattr(module, name)

@@ -29,13 +29,15 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from citedocs.errors import ConfigError, FetchError, NotFoundError
 from citedocs.llm.build import build_llama_server, holding_build_lock
 from citedocs.llm.catalog import Catalog, IndexFile, ModelSpec, load_catalog
-from citedocs.llm.download import CHUNK, HASH_MISMATCH, Downloader, sha256_of
 from citedocs.settings import Settings, default_models_dir
+
+if TYPE_CHECKING:
+    from citedocs.llm.download import Downloader
 
 __all__ = [
     "DEFAULT_SERVER",
@@ -235,6 +237,8 @@ def _counter(progress: ProgressFn, label: str, total: int | None) -> Callable[[i
 
 def _assemble(spec: ModelSpec, files: list[Path], dest: Path, progress: ProgressFn) -> None:
     """Concatenate the parts' data into `dest` (through a temporary name), refusing a SHA-256 mismatch."""
+    from citedocs.llm.download import CHUNK, HASH_MISMATCH
+
     staging = dest.with_name(dest.name + ".assembling")
     digest = hashlib.sha256()
     advance = _counter(progress, f"assemble + SHA-256 {spec.name}", spec.size)
@@ -277,6 +281,8 @@ def _install_model(
     folder = paths.model_dir(spec.name)
     dest = folder / spec.filename
     if dest.exists():
+        from citedocs.llm.download import sha256_of
+
         advance = _counter(progress, f"SHA-256 {spec.name}", dest.stat().st_size)
         actual = sha256_of(dest, advance)
         if actual != spec.sha256:
@@ -404,6 +410,8 @@ def install(
     interruption resumes (finished files are kept, a partial one continues by HTTP Range, a build continues)."""
     started = time.monotonic()
     progress = progress or (lambda _label, _done, _total: None)
+    from citedocs.llm.download import Downloader  # httpx: only to download
+
     catalog = load_catalog(settings)
     spec = _spec(catalog, name)
     paths = ModelPaths.from_settings(settings)

@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from citedocs.errors import LLMError
 from citedocs.llm.client import Completion, LLMClient, LLMEvent, LLMStreamError
+from citedocs.llm.readiness import split_urls
 from citedocs.llm.wire import redact_url
 from citedocs.settings import Settings
 
@@ -30,11 +31,6 @@ __all__ = ["LLMPool", "split_urls"]
 
 COOLDOWN_S = 5.0  # a failed endpoint's first rest, doubled per consecutive failure up to the next
 MAX_COOLDOWN_S = 60.0
-
-
-def split_urls(value: str) -> list[str]:
-    """The endpoint URLs in an `llm_base_url` setting: one URL, or several separated by commas."""
-    return [part.strip() for part in value.split(",") if part.strip()]
 
 
 @dataclass(eq=False)

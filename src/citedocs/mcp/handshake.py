@@ -124,7 +124,7 @@ def tools_list_result(protocol: str, *, read_only: bool, answers: bool) -> dict[
 def answers_enabled(app: Citedocs) -> bool:
     """Whether `ask` can run: a base URL, or a GGUF or installed model with a server to run it
     (`llm.model.readiness`, the same verdict `status` and `model list` print)."""
-    from citedocs.llm.model import readiness
+    from citedocs.llm.readiness import readiness
 
     return readiness(app.settings).can_answer
 
@@ -158,7 +158,7 @@ def instructions_for(app: Citedocs, *, read_only: bool, max_chars: int, answers:
     if answers_enabled(app) if answers is None else answers:
         lines.append("- ask(question) answers from the index with checked citations.")
     else:
-        from citedocs.llm.model import readiness
+        from citedocs.llm.readiness import readiness
 
         why = readiness(app.settings)
         lines.append(f"- There is no ask tool: {why.problem} For the user: {why.next_step}")
