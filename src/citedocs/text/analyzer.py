@@ -18,6 +18,7 @@ result through a tokenizer whose token characters include `_ . -`, so a whole id
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import threading
 from collections.abc import Iterator
@@ -148,6 +149,9 @@ def _tokens(text: str, japanese: bool | None = None, *, query: bool = False) -> 
 def terms(text: str, japanese: bool | None = None) -> list[str]:
     """Index terms of a text, in order, with repeats (BM25 needs term frequencies); `japanese`: the text is
     part of a Japanese document (None: decide by the text itself: it holds kana)."""
+    normalized = normalize(text)
+    if normalized.isascii() or CJK_RUN.search(normalized) is None:  # as `_tokens` would: no per-token loop
+        return list(itertools.chain.from_iterable(map(_analyse_token, RAW_TOKEN.findall(normalized))))
     out: list[str] = []
     for raw, cjk, _ in _tokens(text, japanese):
         if cjk:
