@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 import json
+import re
 
-from citedocs.text.analyzer import _analyse_token, _tokens, fts_match, query_terms, terms
+from citedocs.text.analyzer import RAW_TOKEN, _analyse_token, _tokens, fts_match, query_terms, terms
 from citedocs.text.cjk import has_cjk
 from conftest import shared
 
@@ -47,3 +48,9 @@ def test_index_terms_are_the_token_by_token_analysis_on_real_corpora() -> None:
             expected.extend([raw] if cjk else _analyse_token(raw))
         assert terms(text) == expected, text
     assert sum(has_cjk(t) for t in texts) > 10  # the CJK way is compared too
+
+
+def test_the_possessive_raw_token_pattern_finds_what_the_backtracking_one_found() -> None:
+    backtracking = re.compile(r"-{0,2}\w+(?:[._\-/:@]\w+)*")
+    for text in [*_real_texts(), "---x a__b a._b -- -a- x@y.z:1/2 a_ snake_case --dry-run v2.3"]:
+        assert RAW_TOKEN.findall(text) == backtracking.findall(text), text

@@ -100,7 +100,8 @@ def stem_words(words: list[str]) -> list[str]:
     return result
 
 
-RAW_TOKEN = re.compile(r"-{0,2}\w+(?:[._\-/:@]\w+)*")
+# possessive: nothing given back could match more (what follows a run is never what was given back)
+RAW_TOKEN = re.compile(r"-{0,2}+\w++(?:[._\-/:@]\w++)*+")
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+", re.UNICODE)
 _FULL_UNSAFE = re.compile(r"[^\w.\-]")
 FTS_TOKENIZER = "unicode61 remove_diacritics 2 tokenchars '_.-'"
