@@ -18,10 +18,11 @@ import httpx
 
 from citedocs.hits import Hit
 from citedocs.llm.llama import free_port
-from citedocs.search.distinct import distinct_hits, distinct_indexes, repeats
+from citedocs.search.distinct import PASSAGE_OVERLAP, distinct_hits, distinct_indexes, repeats
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from citedocs.text.terms import Terms, coverage, extract_terms
+from conftest import shared
 from fakes.live_server import live_process
 from test_processes import HANDSHAKE, rpc
 
@@ -117,6 +118,34 @@ def test_the_library_ranking_keeps_repeats_and_distinct_search_does_not(tmp_path
         assert_distinct([h.path for h in app.search(QUERY, k=3, mode="keyword", distinct=True).hits])
         every = app.search(QUERY, k=3, mode="keyword", distinct=True)
         assert len(every.hits) == 3
+    finally:
+        app.close()
+
+
+def test_distinct_search_reading_chunks_as_needed_returns_the_filter_over_the_whole_ranking(
+    tmp_path: Path,
+) -> None:
+    """On the Claude docs (45 pages scraped twice over in places), with its 65 questions: the distinct search,
+    which reads the first k chunks and more only when a repeat is dropped, returns what the duplicate filter
+    keeps of the whole raw ranking of 2k, with the same scores and snippets."""
+    corpus = shared("claude-docs-qa")
+    app = Citedocs(Settings(db=str(tmp_path / "index.sqlite3"), embedder="none"))
+    try:
+        app.add_folder(corpus / "docs")
+        app.index()
+        questions = [
+            json.loads(line)["question"]
+            for line in (corpus / "cases.jsonl").read_text("utf-8").split("\n")
+            if line
+        ]
+        dropped = 0
+        for question in questions:
+            raw = app.search(question, k=10, mode="keyword").hits
+            kept = [raw[i] for i in distinct_indexes([h.text for h in raw], 5, PASSAGE_OVERLAP)]
+            found = app.search(question, k=5, mode="keyword", distinct=True).hits
+            assert [h.to_dict() for h in found] == [h.to_dict() for h in kept], question
+            dropped += len(kept) < len(raw[:5]) or [h.chunk_id for h in kept] != [h.chunk_id for h in raw[:5]]
+        assert dropped > 5  # repeats were dropped and the next chunks read
     finally:
         app.close()
 

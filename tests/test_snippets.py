@@ -9,8 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from citedocs.search.snippets import make_snippet
+from citedocs.search.snippets import _candidates, _findable, _spans, make_snippet
 from citedocs.text.analyzer import query_terms
+from citedocs.text.cjk import has_cjk
 from conftest import shared
 
 
@@ -109,3 +110,35 @@ def test_a_search_of_the_real_manual_marks_the_japanese_word_in_every_hit(tmp_pa
             hit for hit in hits if word in hit["snippet"].replace("**", "")
         ]  # others: by their heading
         assert len(holding) >= 3 and all(f"**{word}**" in hit["snippet"] for hit in holding), hits
+
+
+def _regex_spans(text: str, wanted: frozenset[str]) -> list[tuple[int, int]]:
+    """The rule the matches follow: `_candidates`' alternation (what `_spans` used for every query before)."""
+    folded = text.isascii() and all(t == t.lower() for t in wanted)
+    return [m.span() for m in _candidates(wanted, folded).finditer(text.lower() if folded else text)]
+
+
+def test_matches_found_with_str_find_are_the_regex_alternations_on_real_corpora() -> None:
+    """SciFact abstracts (Greek letters, dashes, IL-6 style identifiers) and the Claude docs (code, paths),
+    asked with real queries and with identifiers taken from the texts themselves."""
+    texts: list[str] = []
+    for line in (shared("scifact") / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:1500]:
+        texts.append(json.loads(line)["text"])
+    for page in sorted((shared("claude-docs-qa") / "docs").glob("*.md"))[:20]:
+        texts.extend(p for p in page.read_text(encoding="utf-8").split("\n\n") if p.strip())
+    texts += ["İstanbul ıs ſome Kelvin \u212a test", "stra-1 il-6.il-6x il-6 IL-6, co-v co.v"]
+    lines = (shared("scifact") / "queries.jsonl").read_text(encoding="utf-8").splitlines()[:300]
+    queries = [json.loads(line)["text"] for line in lines]
+    identifiers = sorted({m.group().lower() for t in texts[:400] for m in re.finditer(r"\w+[-.]\w+", t)})
+    checked = compared = 0
+    for n, text in enumerate(texts):
+        wanted = frozenset(
+            t for t in query_terms(f"{queries[n % len(queries)]} {identifiers[n % len(identifiers)]}") if t
+        )
+        latin = frozenset(t for t in wanted if not has_cjk(t))
+        if not latin:
+            continue
+        compared += 1
+        checked += _findable(text, text.lower(), latin)
+        assert _spans(text, latin, False) == _regex_spans(text, latin), (text, sorted(latin))
+    assert compared > 1500 and checked > 0.9 * compared  # most go the str.find way, and all agree

@@ -12,9 +12,9 @@ from citedocs.chunker import ChunkDraft, chunk_segments
 from citedocs.index.records import chunk_records
 from citedocs.parsers.base import Segment
 from citedocs.settings import Settings
-from citedocs.store import DocumentRecord, Store
+from citedocs.store import ChunkRecord, DocumentRecord, Store
 
-__all__ = ["CHUNK_MAX_TOKENS", "CHUNK_MIN_TOKENS", "chunk_document", "ingest"]
+__all__ = ["CHUNK_MAX_TOKENS", "CHUNK_MIN_TOKENS", "chunk_document", "ingest", "prepare"]
 
 # a section shorter than this folds into its child section; a longer paragraph than the other is split
 CHUNK_MIN_TOKENS = 60
@@ -32,6 +32,18 @@ def chunk_document(segments: Sequence[Segment], settings: Settings) -> list[Chun
     )
 
 
+def prepare(
+    record: DocumentRecord, segments: Sequence[Segment], settings: Settings, *, title_terms: bool = True
+) -> tuple[DocumentRecord, list[ChunkRecord]]:
+    """`record` and its chunk records as `ingest` stores them, for a caller that writes many documents in one
+    transaction (`Store.replace_documents`: a bulk load commits once per batch instead of once per document)."""
+    drafts = chunk_document(segments, settings)
+    if not drafts and record.status == "indexed":
+        record.status, record.reason = "empty", "no text"
+    title = record.title if title_terms else None
+    return record, chunk_records(record.rel_path, title, drafts)
+
+
 def ingest(
     store: Store,
     source_id: int,
@@ -46,9 +58,6 @@ def ingest(
     `record.rel_path` names the document in chunk ids and in its name terms; `title_terms=False` leaves the
     title out of them (BEIR puts the title in the heading already). Returns the number of chunks.
     """
-    drafts = chunk_document(segments, settings)
-    if not drafts and record.status == "indexed":
-        record.status, record.reason = "empty", "no text"
-    title = record.title if title_terms else None
-    store.replace_document(source_id, record, chunk_records(record.rel_path, title, drafts))
-    return len(drafts)
+    record, chunks = prepare(record, segments, settings, title_terms=title_terms)
+    store.replace_document(source_id, record, chunks)
+    return len(chunks)

@@ -167,14 +167,29 @@ class SearchEngine:
             ranking, used = semantic[:k], "semantic"
         else:
             ranking, used = fuse(keyword, semantic, k), "hybrid"
-        chunks = self.store.chunks_by_rowid([rowid for rowid, _ in ranking])
-        found = [(chunks[rowid], score) for rowid, score in ranking if rowid in chunks]
-        if overlap > 0:
-            found = [found[i] for i in distinct_indexes([c.text for c, _ in found], want, overlap)]
+        found = self._distinct(ranking, want, overlap) if overlap > 0 else self._chunks(ranking)
         hits = [hit_from_chunk(chunk, score, terms) for chunk, score in found]
         if not hits and self.vectors.counts[1] == 0:
             note = EMPTY_INDEX_NOTE  # not "no vectors yet": there is nothing to embed either
         return SearchResult(query, used, hits, note)
+
+    def _chunks(self, ranking: Sequence[tuple[int, float]]) -> list[tuple[StoredChunk, float]]:
+        """The stored chunks of `ranking`, in its order (a chunk deleted since it was ranked is left out)."""
+        chunks = self.store.chunks_by_rowid([rowid for rowid, _ in ranking])
+        return [(chunks[rowid], score) for rowid, score in ranking if rowid in chunks]
+
+    def _distinct(
+        self, ranking: Sequence[tuple[int, float]], want: int, overlap: float
+    ) -> list[tuple[StoredChunk, float]]:
+        """The first `want` of `ranking` that repeat none above them, reading chunks only as far as needed:
+        the first `want` at once, the rest only when a repeat (or a deleted chunk) left a place open. The
+        filter reads in order, so reading on from where it stopped is the same as reading all at once."""
+        found = self._chunks(ranking[:want])
+        kept = distinct_indexes([c.text for c, _ in found], want, overlap)
+        if len(kept) < want and len(ranking) > want:
+            found += self._chunks(ranking[want:])
+            kept = distinct_indexes([c.text for c, _ in found], want, overlap)
+        return [found[i] for i in kept]
 
     def _semantic(
         self,

@@ -35,25 +35,57 @@ def _candidates(wanted: frozenset[str], folded: bool) -> re.Pattern[str]:
 
 
 _WORD_REST = re.compile(r"\w*")
+# Characters that `str.lower` and IGNORECASE treat differently for ASCII letters: İ lowers to two characters,
+# ı and ſ match `i` and `s` under IGNORECASE only.
+_FOLD_UNSAFE = ("\u0131", "\u017f")
 
 
 def _spans(text: str, wanted: frozenset[str], folded: bool) -> list[tuple[int, int]]:
-    """(start, end) of the `_candidates` matches, in order. For ASCII text and plain words only, the same
-    spans found with `str.find` per prefix: the words (runs of \\w) that start with a wanted prefix, 5x
-    faster than the regex alternation, which Python tries at every position."""
-    prefixes = {t[:4] for t in wanted}
-    if not folded or not all(_PLAIN.fullmatch(t) for t in wanted):
-        return [m.span() for m in _candidates(wanted, folded).finditer(text.lower() if folded else text)]
+    """(start, end) of the `_candidates` matches, in order.
+
+    For lower-case ASCII query terms, the same spans are found with `str.find` on the lower-cased text (where
+    it keeps every position, as IGNORECASE matches): the regex alternation is compiled for each new query
+    (1-2 ms) and tried at every position; this finds each identifier with its look-around rules, then the
+    words (runs of \\w) that start with a wanted prefix, and keeps the first match at each position as the
+    alternation would (identifiers, longest first, before words), skipping those inside an earlier match."""
     lowered = text.lower()
-    starts: dict[int, int] = {}
-    for prefix in prefixes:
+    if not _findable(text, lowered, wanted):
+        return [m.span() for m in _candidates(wanted, folded).finditer(lowered if folded else text)]
+    at: dict[int, int] = {}
+    plain = [t for t in wanted if _PLAIN.fullmatch(t)]
+    for whole in sorted((t for t in wanted if not _PLAIN.fullmatch(t)), key=len, reverse=True):
+        pos = lowered.find(whole)
+        while pos >= 0:
+            end = pos + len(whole)
+            if (
+                pos not in at
+                and (pos == 0 or not (_is_word_char(lowered[pos - 1]) or lowered[pos - 1] in ".-"))
+                and (end == len(lowered) or not _is_word_char(lowered[end]))
+            ):
+                at[pos] = end
+            pos = lowered.find(whole, pos + 1)
+    for prefix in {t[:4] for t in plain}:
         pos = lowered.find(prefix)
         while pos >= 0:
-            if (pos == 0 or not _is_word_char(lowered[pos - 1])) and pos not in starts:
+            if (pos == 0 or not _is_word_char(lowered[pos - 1])) and pos not in at:
                 found = _WORD_REST.match(lowered, pos)
-                starts[pos] = found.end() if found else pos + len(prefix)
+                at[pos] = found.end() if found else pos + len(prefix)
             pos = lowered.find(prefix, pos + 1)
-    return sorted(starts.items())
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    for start, end in sorted(at.items()):
+        if start >= cursor:
+            spans.append((start, end))
+            cursor = end
+    return spans
+
+
+def _findable(text: str, lowered: str, wanted: frozenset[str]) -> bool:
+    """Whether `_spans` may use `str.find`: lower-case ASCII terms, and a text whose lower-cased form keeps
+    every position and matches as IGNORECASE would."""
+    if not all(t.isascii() and t == t.lower() for t in wanted):
+        return False
+    return text.isascii() or (len(lowered) == len(text) and not any(c in text for c in _FOLD_UNSAFE))
 
 
 def _is_word_char(char: str) -> bool:

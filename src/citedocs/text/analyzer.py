@@ -18,6 +18,7 @@ result through a tokenizer whose token characters include `_ . -`, so a whole id
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import threading
 from collections.abc import Iterator
@@ -99,7 +100,8 @@ def stem_words(words: list[str]) -> list[str]:
     return result
 
 
-RAW_TOKEN = re.compile(r"-{0,2}\w+(?:[._\-/:@]\w+)*")
+# possessive: nothing given back could match more (what follows a run is never what was given back)
+RAW_TOKEN = re.compile(r"-{0,2}+\w++(?:[._\-/:@]\w++)*+")
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+", re.UNICODE)
 _FULL_UNSAFE = re.compile(r"[^\w.\-]")
 FTS_TOKENIZER = "unicode61 remove_diacritics 2 tokenchars '_.-'"
@@ -148,6 +150,9 @@ def _tokens(text: str, japanese: bool | None = None, *, query: bool = False) -> 
 def terms(text: str, japanese: bool | None = None) -> list[str]:
     """Index terms of a text, in order, with repeats (BM25 needs term frequencies); `japanese`: the text is
     part of a Japanese document (None: decide by the text itself: it holds kana)."""
+    normalized = normalize(text)
+    if normalized.isascii() or CJK_RUN.search(normalized) is None:  # as `_tokens` would: no per-token loop
+        return list(itertools.chain.from_iterable(map(_analyse_token, RAW_TOKEN.findall(normalized))))
     out: list[str] = []
     for raw, cjk, _ in _tokens(text, japanese):
         if cjk:
