@@ -51,7 +51,7 @@ from citedocs.answer.events import (
 )
 from citedocs.answer.evidence import best_sentences, score_sentences
 from citedocs.answer.gate import GateDecision
-from citedocs.answer.generation import TEMPERATURE, Reply, model_reply
+from citedocs.answer.generation import RETRY_TEMPERATURE, TEMPERATURE, Reply, model_reply
 from citedocs.answer.pages import PageFetcher, links_to_fetch
 from citedocs.answer.passages import passages
 from citedocs.answer.prepared import HIGHLIGHTS, PreparedAnswer, evidence_data
@@ -94,6 +94,7 @@ ANSWER_CONSTANTS: Mapping[str, float | int | bool] = {
     "answer_partial": True,
     "llm_temperature": TEMPERATURE,
     "asks_after_refusal": 2,
+    "retry_temperature": RETRY_TEMPERATURE,
     "quote_chars": QUOTE_CHARS,
 }
 # The model's rewrite of a follow-up must come back within this (goal: 1.5 s at the median on 2 cores), else the
