@@ -38,6 +38,7 @@ from _env import SHARED_DATA, header
 
 from citedocs.answer.conversation import (
     REWRITE_MAX_TOKENS,
+    REWRITE_STOP,
     Turn,
     carry_terms,
     parse_rewrite,
@@ -139,7 +140,9 @@ async def model_rewrites(base_url: str, cases: list[dict[str, Any]]) -> list[flo
         for n, case in enumerate(cases):
             messages = rewrite_messages(case["history"], case["question"], new_fence())
             started = time.perf_counter()
-            done = await client.complete(messages, max_tokens=REWRITE_MAX_TOKENS, temperature=0.0)
+            done = await client.complete(
+                messages, max_tokens=REWRITE_MAX_TOKENS, temperature=0.0, stop=REWRITE_STOP
+            )
             elapsed = time.perf_counter() - started
             if n:
                 out.append(elapsed)

@@ -31,6 +31,7 @@ __all__ = [
     "MAX_HISTORY_CHARS",
     "MAX_TURNS",
     "REWRITE_MAX_TOKENS",
+    "REWRITE_STOP",
     "REWRITE_SYSTEM",
     "FollowUpQuery",
     "Turn",
@@ -66,6 +67,8 @@ CARRY_ANSWER_TERMS = 16
 FOLLOW_UP_TERMS = 3
 # The model's rewrite: a short line, at most this many tokens; longer output is not a query.
 REWRITE_MAX_TOKENS = 64
+# The rewrite is its first line (`parse_rewrite`): generation stops at the end of it.
+REWRITE_STOP = ("\n",)
 MAX_REWRITE_CHARS = 400
 
 Role = Literal["user", "assistant"]

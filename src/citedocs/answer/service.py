@@ -29,6 +29,7 @@ from citedocs.answer.citations import (
 )
 from citedocs.answer.conversation import (
     REWRITE_MAX_TOKENS,
+    REWRITE_STOP,
     FollowUpQuery,
     Turn,
     carried_words,
@@ -234,6 +235,7 @@ class AnswerService:
                         rewrite_messages(history, question, new_fence()),
                         max_tokens=REWRITE_MAX_TOKENS,
                         temperature=0.0,
+                        stop=REWRITE_STOP,
                     ),
                     REWRITE_TIMEOUT_S,
                 )
