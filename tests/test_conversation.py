@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -262,6 +263,28 @@ def test_without_the_model_rewrite_the_terms_rewrite_is_searched_in_json_mode(tm
     assert data["query"]["by"] == "terms" and "529" in data["query"]["rewrite"]
     assert "failed" in data["query"]["fallback"] and data["citations"] == [1] and not data["refused"]
     assert "With the conversation" in json.dumps(data) or data["relevance"] >= 0
+
+
+def test_a_model_too_slow_to_rewrite_is_not_waited_for_and_then_not_asked(tmp_path: Path) -> None:
+    """A rewrite later than the budget falls back to the terms rewrite after at most the budget, and the next
+    follow-ups do not ask the model to rewrite at all (on 2 CPU cores the 1.5B model takes 6-10 s)."""
+    from citedocs.answer.service import REWRITE_TIMEOUT_S
+
+    slow = Reply(tokens=[REWRITE], first_delay_s=REWRITE_TIMEOUT_S + 2.0)
+    with running(tmp_path, slow) as (url, fake), httpx.Client(base_url=url, timeout=30) as client:
+        began = time.monotonic()
+        first = client.post("/ask?stream=false", json={"question": FOLLOW_UP, "history": HISTORY}).json()[
+            "data"
+        ]
+        waited = time.monotonic() - began
+        second = client.post("/ask?stream=false", json={"question": FOLLOW_UP, "history": HISTORY}).json()[
+            "data"
+        ]
+        rewrites = [r for r in fake.chat_requests if r.body["messages"][0]["content"] == REWRITE_SYSTEM]
+    assert first["query"]["by"] == "terms" and "took over" in first["query"]["fallback"]
+    assert waited < REWRITE_TIMEOUT_S + 1.5 and not first["refused"]
+    assert second["query"]["by"] == "terms" and "recent follow-up" in second["query"]["fallback"]
+    assert len(rewrites) == 1
 
 
 def test_a_citation_is_checked_against_this_turns_passages_only(tmp_path: Path) -> None:

@@ -212,6 +212,8 @@ class FakeOpenAI:
     async def _complete_json(
         self, request: RecordedRequest, reply: Reply, writer: asyncio.StreamWriter
     ) -> None:
+        if reply.first_delay_s:  # a model that takes its time before answering at all
+            await asyncio.sleep(reply.first_delay_s)
         text = "".join(reply.tokens)
         payload: dict[str, Any] = {
             "id": "chatcmpl-fake",

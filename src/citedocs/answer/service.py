@@ -98,9 +98,12 @@ ANSWER_CONSTANTS: Mapping[str, float | int | bool] = {
     "retry_temperature": RETRY_TEMPERATURE,
     "quote_chars": QUOTE_CHARS,
 }
-# The model's rewrite of a follow-up must come back within this (goal: 1.5 s at the median on 2 cores), else the
-# deterministic one is searched: a slow or busy model costs a follow-up at most this much.
-REWRITE_TIMEOUT_S = 3.0
+# The model's rewrite of a follow-up must come back within this, else the deterministic one is searched: a slow
+# or busy model costs a follow-up at most this much. A model that missed it is not asked again for a while: the
+# 1.5B model on 2 CPU cores took 6-10 s per rewrite (bench/bench_followups.py), so every follow-up would wait
+# the whole budget for nothing.
+REWRITE_TIMEOUT_S = 1.5
+REWRITE_REST_S = 600.0
 
 
 def _ms(seconds: float) -> float:
@@ -124,6 +127,7 @@ class AnswerService:
         self.settings = settings
         self.tracer = tracer if tracer is not None else make_tracer(settings)
         self.stats = stats if stats is not None else RollingStats()
+        self._rewrite_rests_until = 0.0  # time.monotonic() before which the model is not asked to rewrite
 
     @property
     def relevance_threshold(self) -> float:
@@ -228,7 +232,9 @@ class AnswerService:
             return FollowUpQuery(question)
         started = time.perf_counter()
         fallback = None
-        if self.llm is not None:
+        if self.llm is not None and time.monotonic() < self._rewrite_rests_until:
+            fallback = f"the model took over {REWRITE_TIMEOUT_S:g} s to rewrite a recent follow-up"
+        elif self.llm is not None:
             try:
                 done = await asyncio.wait_for(
                     self.llm.complete(
@@ -243,6 +249,9 @@ class AnswerService:
                 if rewrite is not None:
                     return FollowUpQuery(question, rewrite, "model", _ms(time.perf_counter() - started))
                 fallback = "the model's rewrite was not a question"
+            except TimeoutError:
+                self._rewrite_rests_until = time.monotonic() + REWRITE_REST_S
+                fallback = f"the model took over {REWRITE_TIMEOUT_S:g} s to rewrite it"
             except Exception as exc:  # the rewrite is an optimisation: any failure falls back, never fails
                 fallback = f"the model's rewrite failed ({type(exc).__name__})"
                 log.info("follow-up rewrite by the model failed: %s", exc)
