@@ -32,9 +32,9 @@ __all__ = [
     "start_background_build",
 ]
 
-# Qwen2.5-Coder-1.5B Q4_K_M, one 740-token answer prompt, 2 Intel Xeon cores with AVX-512 and AMX
-# (bench/bench_server_builds.py, docs/models.md): the prebuilt server read 12.6 prompt tokens/s, a native
-# build 33.4, about 2.6x faster. On AVX2-only CPUs both use the same kernels, so a build is not worth it.
+# Qwen2.5-Coder-1.5B Q4_K_M, two answer prompts (970 and 1,459 tokens), 2 idle Intel Xeon cores with AVX-512
+# and AMX (bench/bench_server_builds.py, docs/models.md): the prebuilt server read 37.5 prompt tokens/s, a native
+# build 80.9, 2.2x faster. On AVX2-only CPUs both use the same kernels, so a build is not worth it.
 NATIVE_FASTER_ON = frozenset({"avx512f"})
 LOG_NAME = "background-build.log"  # in the models folder: what the background `model install --build` printed
 
