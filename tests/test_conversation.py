@@ -268,7 +268,7 @@ def test_without_the_model_rewrite_the_terms_rewrite_is_searched_in_json_mode(tm
 def test_a_model_too_slow_to_rewrite_is_not_waited_for_and_then_not_asked(tmp_path: Path) -> None:
     """A rewrite later than the budget falls back to the terms rewrite after at most the budget, and the next
     follow-ups do not ask the model to rewrite at all (on 2 CPU cores the 1.5B model takes 6-10 s)."""
-    from citedocs.answer.service import REWRITE_TIMEOUT_S
+    from citedocs.answer.rewriter import REWRITE_TIMEOUT_S
 
     slow = Reply(tokens=[REWRITE], first_delay_s=REWRITE_TIMEOUT_S + 2.0)
     with running(tmp_path, slow) as (url, fake), httpx.Client(base_url=url, timeout=30) as client:

@@ -23,6 +23,7 @@ from typing import cast
 
 from citedocs.answer.citations import could_be_refusal, is_refusal
 from citedocs.answer.repetition import RepetitionGuard
+from citedocs.answer.stats import ms
 from citedocs.llm.client import ChatModel, Finish, LLMEvent, TokenDelta
 
 __all__ = ["RETRY_TEMPERATURE", "TEMPERATURE", "RefusalHold", "Reply", "model_reply"]
@@ -102,7 +103,7 @@ async def model_reply(
                     reply.pieces.append(event.text)
                     shown = hold.feed(event.text)
                     if shown:
-                        reply.ttft_ms = reply.ttft_ms or _ms(time.perf_counter() - started)
+                        reply.ttft_ms = reply.ttft_ms or ms(time.perf_counter() - started)
                         yield shown
                     cut = guard.feed(event.text)
                     if cut is not None:  # closing the stream stops the server's generation too
@@ -110,14 +111,10 @@ async def model_reply(
                         break
                 elif isinstance(event, Finish):
                     reply.finish, reply.text = event, "".join(reply.pieces)
-        reply.generation_ms += _ms(time.perf_counter() - began)
+        reply.generation_ms += ms(time.perf_counter() - began)
         if reply.finish is None or not hold.holding or not is_refusal(reply.text):
             break
     shown = hold.release()
     if shown:
-        reply.ttft_ms = reply.ttft_ms or _ms(time.perf_counter() - started)
+        reply.ttft_ms = reply.ttft_ms or ms(time.perf_counter() - started)
         yield shown
-
-
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000.0, 1)

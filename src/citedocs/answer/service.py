@@ -28,18 +28,13 @@ from citedocs.answer.citations import (
     withheld_reason,
 )
 from citedocs.answer.conversation import (
-    REWRITE_MAX_TOKENS,
-    REWRITE_STOP,
     FollowUpQuery,
     Turn,
-    carried_words,
     compact_history,
     follow_up_gate,
     fuse_rankings,
     is_asking_back,
     parse_history,
-    parse_rewrite,
-    rewrite_messages,
 )
 from citedocs.answer.events import (
     AnswerEvent,
@@ -56,11 +51,12 @@ from citedocs.answer.generation import RETRY_TEMPERATURE, TEMPERATURE, Reply, mo
 from citedocs.answer.pages import PageFetcher, links_to_fetch
 from citedocs.answer.passages import passages
 from citedocs.answer.prepared import HIGHLIGHTS, PreparedAnswer, evidence_data
-from citedocs.answer.prompt import build_messages, new_fence, question_language, refusal_sentence
+from citedocs.answer.prompt import build_messages, question_language, refusal_sentence
 from citedocs.answer.quotes import QUOTE_CHARS
 from citedocs.answer.repetition import STOP_REPEATS
 from citedocs.answer.retriever import Retriever
-from citedocs.answer.stats import AnswerRecord, RollingStats
+from citedocs.answer.rewriter import FollowUpRewriter
+from citedocs.answer.stats import AnswerRecord, RollingStats, ms
 from citedocs.answer.telemetry import Tracer, make_tracer
 from citedocs.errors import AnswerFailed, CitedocsError, InputError, NotFoundError
 from citedocs.hits import Hit
@@ -98,16 +94,6 @@ ANSWER_CONSTANTS: Mapping[str, float | int | bool] = {
     "retry_temperature": RETRY_TEMPERATURE,
     "quote_chars": QUOTE_CHARS,
 }
-# The model's rewrite of a follow-up must come back within this, else the deterministic one is searched: a slow
-# or busy model costs a follow-up at most this much. A model that missed it is not asked again for a while: the
-# 1.5B model on 2 CPU cores took 6-10 s per rewrite (bench/bench_followups.py), so every follow-up would wait
-# the whole budget for nothing.
-REWRITE_TIMEOUT_S = 1.5
-REWRITE_REST_S = 600.0
-
-
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000.0, 1)
 
 
 class AnswerService:
@@ -127,7 +113,7 @@ class AnswerService:
         self.settings = settings
         self.tracer = tracer if tracer is not None else make_tracer(settings)
         self.stats = stats if stats is not None else RollingStats()
-        self._rewrite_rests_until = 0.0  # time.monotonic() before which the model is not asked to rewrite
+        self.rewriter = FollowUpRewriter()
 
     @property
     def relevance_threshold(self) -> float:
@@ -153,17 +139,17 @@ class AnswerService:
         trace = self.tracer.answer({"question.chars": len(question), "history.turns": len(turns)})
         trace.start("retrieval", {"k": k})
         try:
-            query = await self._follow_up(question, turns)
+            query = await self.rewriter.query(self.llm, question, turns)
             if query.by:
                 trace.event("follow_up.rewrite", {"by": query.by, "ms": query.ms})
             result = await self._search(query, k, mode, source)
         except BaseException as exc:
             trace.finish(error=type(exc).__name__)
             if not isinstance(exc, InputError | NotFoundError) and isinstance(exc, Exception):
-                retrieval_ms = _ms(time.perf_counter() - started)
+                retrieval_ms = ms(time.perf_counter() - started)
                 self.stats.record(AnswerRecord("error", {"retrieval_ms": retrieval_ms}, stage="retrieval"))
             raise
-        retrieval_ms = _ms(time.perf_counter() - started)
+        retrieval_ms = ms(time.perf_counter() - started)
         fetch = []
         if isinstance(self.retriever, PageFetcher):
             fetch = links_to_fetch(result.hits, k, self.settings.ask_fetch_pages)
@@ -200,7 +186,7 @@ class AnswerService:
         asked = prepared.searched.context  # a follow-up's sentences match it with its context
         scored = prepared.scored = score_sentences(asked, prepared.hits)
         prepared.highlights = best_sentences(asked, prepared.hits, HIGHLIGHTS, scored=scored)
-        prepared.evidence_ms = _ms(time.perf_counter() - chosen)
+        prepared.evidence_ms = ms(time.perf_counter() - chosen)
 
     def _passages(self, hits: Sequence[Hit], k: int) -> list[Hit]:
         """What the model reads of a retrieval, before and after fetching pages alike (answer/passages.py)."""
@@ -225,47 +211,6 @@ class AnswerService:
         """The relevance gate on the question, and for a follow-up on the question with its context."""
         return follow_up_gate(query.question, query.rewrite, hits, self.relevance_threshold)
 
-    async def _follow_up(self, question: str, history: Sequence[Turn]) -> FollowUpQuery:
-        """The query a follow-up searches: the model's standalone rewrite when a model is loaded, else (and
-        when the model fails) the question with the earlier questions' salient words."""
-        if not history:
-            return FollowUpQuery(question)
-        started = time.perf_counter()
-        fallback = None
-        if self.llm is not None and time.monotonic() < self._rewrite_rests_until:
-            fallback = f"the model took over {REWRITE_TIMEOUT_S:g} s to rewrite a recent follow-up"
-        elif self.llm is not None:
-            try:
-                done = await asyncio.wait_for(
-                    self.llm.complete(
-                        rewrite_messages(history, question, new_fence()),
-                        max_tokens=REWRITE_MAX_TOKENS,
-                        temperature=0.0,
-                        stop=REWRITE_STOP,
-                    ),
-                    REWRITE_TIMEOUT_S,
-                )
-                rewrite = parse_rewrite(done.text, question)
-                if rewrite is not None:
-                    return FollowUpQuery(question, rewrite, "model", _ms(time.perf_counter() - started))
-                fallback = "the model's rewrite was not a question"
-            except TimeoutError:
-                self._rewrite_rests_until = time.monotonic() + REWRITE_REST_S
-                fallback = f"the model took over {REWRITE_TIMEOUT_S:g} s to rewrite it"
-            except Exception as exc:  # the rewrite is an optimisation: any failure falls back, never fails
-                fallback = f"the model's rewrite failed ({type(exc).__name__})"
-                log.info("follow-up rewrite by the model failed: %s", exc)
-        carried = carried_words(history, question)
-        rewrite = f"{question} {' '.join(carried)}" if carried else None
-        return FollowUpQuery(
-            question,
-            rewrite,
-            "terms" if rewrite else None,
-            _ms(time.perf_counter() - started),
-            fallback,
-            " ".join(carried) or None,
-        )
-
     async def _fetch_pages(self, prepared: PreparedAnswer) -> AsyncGenerator[AnswerEvent, None]:
         """Fetch the pages the question needs (events as each lands), then retrieve again and gate."""
         assert isinstance(self.retriever, PageFetcher)
@@ -286,7 +231,7 @@ class AnswerService:
             fetched += outcome.ok
             yield AnswerEvent("fetched", outcome.to_dict())
         prepared.trace.end("fetch", {"fetched": fetched})
-        fetch_ms = _ms(time.perf_counter() - started)
+        fetch_ms = ms(time.perf_counter() - started)
         again = time.perf_counter()
         try:
             result = await self._search(prepared.searched, prepared.k, prepared.mode, prepared.source)
@@ -296,7 +241,7 @@ class AnswerService:
             prepared.hits, prepared.note = self._passages(result.hits, prepared.k), result.note
         prepared.gate = self._gate(prepared.searched, prepared.hits)
         prepared.fetch_ms = fetch_ms
-        prepared.retrieval_ms = round(prepared.retrieval_ms + _ms(time.perf_counter() - again), 1)
+        prepared.retrieval_ms = round(prepared.retrieval_ms + ms(time.perf_counter() - again), 1)
         self._choose_evidence(prepared)
 
     async def generate(self, prepared: PreparedAnswer) -> AsyncGenerator[AnswerEvent, None]:
@@ -412,7 +357,7 @@ class AnswerService:
 
     # -- terminal events --------------------------------------------------------------------------
     def _refused_before_model(self, prepared: PreparedAnswer) -> AnswerEvent:
-        total_ms = _ms(time.perf_counter() - prepared.started)
+        total_ms = ms(time.perf_counter() - prepared.started)
         timings: TimingsData = {
             "retrieval_ms": prepared.retrieval_ms,
             "fetch_ms": prepared.fetch_ms,
@@ -452,7 +397,7 @@ class AnswerService:
             else repair_answer(raw, report, mark_unverified=True)
         )
         citations = [] if refused else report.citations
-        total_ms = _ms(time.perf_counter() - prepared.started)
+        total_ms = ms(time.perf_counter() - prepared.started)
         timings: TimingsData = {
             "retrieval_ms": prepared.retrieval_ms,
             "fetch_ms": prepared.fetch_ms,
@@ -527,7 +472,7 @@ class AnswerService:
         partial_text: str | None = None,
         status: int | None = None,
     ) -> AnswerEvent:
-        total_ms = _ms(time.perf_counter() - prepared.started)
+        total_ms = ms(time.perf_counter() - prepared.started)
         self.stats.record(
             AnswerRecord("error", {"retrieval_ms": prepared.retrieval_ms, "total_ms": total_ms}, stage=stage)
         )
@@ -538,7 +483,7 @@ class AnswerService:
         return _event("error", data)
 
     def _cancelled(self, prepared: PreparedAnswer, ttft_ms: float | None) -> None:
-        total_ms = _ms(time.perf_counter() - prepared.started)
+        total_ms = ms(time.perf_counter() - prepared.started)
         timings = {"retrieval_ms": prepared.retrieval_ms, "ttft_ms": ttft_ms, "total_ms": total_ms}
         self.stats.record(AnswerRecord("cancelled", timings))
         prepared.trace.finish({"cancelled": True}, error="client disconnected")

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_WINDOW", "TIMING_KEYS", "AnswerRecord", "RollingStats", "percentile"]
+__all__ = ["DEFAULT_WINDOW", "TIMING_KEYS", "AnswerRecord", "RollingStats", "ms", "percentile"]
 
 DEFAULT_WINDOW = 1000
 TIMING_KEYS = ("retrieval_ms", "ttft_ms", "generation_ms", "total_ms")
@@ -106,3 +106,8 @@ def summarize(records: Sequence[AnswerRecord], total: int, window: int) -> dict[
             "per_answer": _p50_p95([r.cost_usd for r in generated]),
         },
     }
+
+
+def ms(seconds: float) -> float:
+    """A duration as the milliseconds every timing of an answer is reported in (0.1 ms steps)."""
+    return round(seconds * 1000.0, 1)
