@@ -26,11 +26,12 @@ from citedocs.answer.repetition import RepetitionGuard
 from citedocs.answer.stats import ms
 from citedocs.llm.client import ChatModel, Finish, LLMEvent, TokenDelta
 
-__all__ = ["RETRY_TEMPERATURE", "TEMPERATURE", "RefusalHold", "Reply", "model_reply"]
+__all__ = ["ASKS", "RETRY_TEMPERATURE", "TEMPERATURE", "RefusalHold", "Reply", "model_reply"]
 
 TEMPERATURE = 0.1  # low: answers quote their sources
 # The second ask after a refusal: warmer, so the model does not write the same refusal again.
 RETRY_TEMPERATURE = 0.7
+ASKS = 2  # the first ask and, after a refusal, one more
 
 
 class RefusalHold:
@@ -82,12 +83,10 @@ async def model_reply(
     *,
     max_tokens: int,
     started: float,
-    ask_again: bool = True,
 ) -> AsyncGenerator[str, None]:
     """The text a reader sees, piece by piece; `reply` holds the rest when the generator ends. `started`: when
-    the answer began (time to first token is counted from it). `ask_again`: ask once more after a refusal."""
-    hold = RefusalHold()
-    for ask in range(2 if ask_again else 1):
+    the answer began (time to first token is counted from it). A refusal is asked once more."""
+    for ask in range(ASKS):
         reply.asks, reply.pieces, reply.finish, hold = ask + 1, [], None, RefusalHold()
         guard = RepetitionGuard()
         began = time.perf_counter()

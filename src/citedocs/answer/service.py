@@ -47,7 +47,7 @@ from citedocs.answer.events import (
 )
 from citedocs.answer.evidence import best_sentences, score_sentences
 from citedocs.answer.gate import GateDecision
-from citedocs.answer.generation import RETRY_TEMPERATURE, TEMPERATURE, Reply, model_reply
+from citedocs.answer.generation import ASKS, RETRY_TEMPERATURE, TEMPERATURE, Reply, model_reply
 from citedocs.answer.pages import PageFetcher, links_to_fetch
 from citedocs.answer.passages import passages
 from citedocs.answer.prepared import HIGHLIGHTS, PreparedAnswer, evidence_data
@@ -90,7 +90,7 @@ ANSWER_CONSTANTS: Mapping[str, float | int | bool] = {
     "answer_stop_repeats": STOP_REPEATS,
     "answer_partial": True,
     "llm_temperature": TEMPERATURE,
-    "asks_after_refusal": 2,
+    "asks_after_refusal": ASKS,
     "retry_temperature": RETRY_TEMPERATURE,
     "quote_chars": QUOTE_CHARS,
 }
