@@ -37,7 +37,7 @@ from citedocs.text import cjk
 if TYPE_CHECKING:
     from citedocs.answer.retriever import Retriever
     from citedocs.answer.service import AnswerEvent, AnswerService
-    from citedocs.llm.client import ChatModel
+    from citedocs.llm.chat import ChatModel
     from citedocs.oidc import Identity, OidcVerifier
     from citedocs.sites.service import SiteService
 

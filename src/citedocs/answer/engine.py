@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from citedocs.answer.retriever import LocalRetriever, Retriever, Searcher
 from citedocs.answer.service import AnswerEvent, AnswerService, collect
 from citedocs.errors import LLMError
-from citedocs.llm.client import ChatModel
+from citedocs.llm.chat import ChatModel
 from citedocs.llm.model import ModelHandle
 from citedocs.settings import Settings
 

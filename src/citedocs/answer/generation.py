@@ -24,7 +24,7 @@ from typing import cast
 from citedocs.answer.citations import could_be_refusal, is_refusal
 from citedocs.answer.repetition import RepetitionGuard
 from citedocs.answer.stats import ms
-from citedocs.llm.client import ChatModel, Finish, LLMEvent, TokenDelta
+from citedocs.llm.chat import ChatModel, Finish, LLMEvent, TokenDelta
 
 __all__ = ["ASKS", "RETRY_TEMPERATURE", "TEMPERATURE", "RefusalHold", "Reply", "model_reply"]
 

@@ -19,7 +19,7 @@ from citedocs.answer.conversation import (
 )
 from citedocs.answer.prompt import new_fence
 from citedocs.answer.stats import ms
-from citedocs.llm.client import ChatModel
+from citedocs.llm.chat import ChatModel
 
 __all__ = ["REWRITE_REST_S", "REWRITE_TIMEOUT_S", "FollowUpRewriter"]
 

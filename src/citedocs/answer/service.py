@@ -58,9 +58,9 @@ from citedocs.answer.retriever import Retriever
 from citedocs.answer.rewriter import FollowUpRewriter
 from citedocs.answer.stats import AnswerRecord, RollingStats, ms
 from citedocs.answer.telemetry import Tracer, make_tracer
-from citedocs.errors import AnswerFailed, CitedocsError, InputError, NotFoundError
+from citedocs.errors import AnswerFailed, CitedocsError, InputError, LLMStreamError, NotFoundError
 from citedocs.hits import Hit
-from citedocs.llm.client import ChatModel, Finish, LLMStreamError, Prices, Usage
+from citedocs.llm.chat import ChatModel, Finish, Prices, Usage
 from citedocs.llm.wire import prompt_estimate
 from citedocs.search.distinct import PASSAGE_OVERLAP
 from citedocs.search.engine import MAX_K, SearchResult

@@ -50,7 +50,7 @@ from citedocs.api.sources import router as sources_router
 from citedocs.api.streaming import AnswerEventStream, ClientGone, run_until_disconnect
 from citedocs.api.text_guard import TextGuard
 from citedocs.errors import CitedocsError, InputError, NotFoundError
-from citedocs.llm.client import ChatModel
+from citedocs.llm.chat import ChatModel
 from citedocs.llm.model import ModelHandle
 from citedocs.search.engine import MAX_K
 from citedocs.service import Citedocs

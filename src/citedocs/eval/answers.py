@@ -34,7 +34,8 @@ from citedocs.eval.metrics import (
 )
 from citedocs.eval.runs import run_meta, write_pairs, write_run
 from citedocs.hits import Hit
-from citedocs.llm.client import ChatModel, LLMClient
+from citedocs.llm.chat import ChatModel
+from citedocs.llm.client import LLMClient
 from citedocs.llm.model import ModelHandle
 from citedocs.service import Citedocs
 from citedocs.settings import Settings

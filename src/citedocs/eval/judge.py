@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from citedocs.answer.sentences import strip_markers
-from citedocs.llm.client import ChatModel
+from citedocs.llm.chat import ChatModel
 from citedocs.text.analyzer import terms
 
 JUDGE_SYSTEM = (

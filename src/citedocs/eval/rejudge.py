@@ -21,7 +21,7 @@ from citedocs.eval.judge import Judge
 from citedocs.eval.metrics import citation_precision, faithfulness
 from citedocs.eval.runs import read_jsonl, read_run, write_pairs, write_run
 from citedocs.hits import Hit
-from citedocs.llm.client import ChatModel
+from citedocs.llm.chat import ChatModel
 from citedocs.search.engine import MAX_K
 from citedocs.service import Citedocs
 

@@ -10,17 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from citedocs.llm.client import (
-        ChatModel,
-        Completion,
-        Finish,
-        LLMClient,
-        LLMEvent,
-        LLMStreamError,
-        Prices,
-        TokenDelta,
-        Usage,
-    )
+    from citedocs.llm.chat import ChatModel, Completion, Finish, LLMEvent, Prices, TokenDelta, Usage
+    from citedocs.llm.client import LLMClient, LLMStreamError
     from citedocs.llm.pool import LLMPool
 
 __all__ = [
@@ -37,8 +28,15 @@ __all__ = [
 ]
 
 
+_HOME = {
+    "LLMClient": "citedocs.llm.client",
+    "LLMStreamError": "citedocs.llm.client",
+    "LLMPool": "citedocs.llm.pool",
+}
+
+
 def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module 'citedocs.llm' has no attribute {name!r}")
-    module = importlib.import_module("citedocs.llm.pool" if name == "LLMPool" else "citedocs.llm.client")
+    module = importlib.import_module(_HOME.get(name, "citedocs.llm.chat"))
     return getattr(module, name)

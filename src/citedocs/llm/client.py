@@ -20,12 +20,12 @@ import contextlib
 import json
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
 from citedocs.errors import LLMError, LLMStreamError
+from citedocs.llm.chat import ChatModel, Completion, Finish, LLMEvent, Prices, TokenDelta, Usage
 from citedocs.llm.wire import (
     error_detail,
     error_text,
@@ -53,98 +53,6 @@ __all__ = [
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 # A Retry-After longer than this is not waited for: the caller hears "busy" at once instead.
 MAX_RETRY_AFTER_S = 30.0
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    prompt_tokens: int
-    completion_tokens: int
-    estimated: bool = False
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-
-@dataclass(frozen=True, slots=True)
-class Prices:
-    """USD per million tokens; zero for a local model."""
-
-    prompt_per_mtok: float = 0.0
-    completion_per_mtok: float = 0.0
-
-    def cost(self, usage: Usage) -> float:
-        return (
-            usage.prompt_tokens * self.prompt_per_mtok + usage.completion_tokens * self.completion_per_mtok
-        ) / 1e6
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> Prices:
-        return cls(settings.llm_price_prompt_per_mtok, settings.llm_price_completion_per_mtok)
-
-
-@dataclass(frozen=True, slots=True)
-class TokenDelta:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Finish:
-    finish_reason: str
-    usage: Usage
-    cost_usd: float
-    model: str = ""
-    # llama.cpp's `timings` (prompt_n: prompt tokens read now, cache_n: taken from its cache, *_ms); or None
-    server_timings: Mapping[str, float] | None = None
-
-    @property
-    def truncated(self) -> bool:
-        return self.finish_reason == "length"
-
-
-LLMEvent = TokenDelta | Finish
-
-
-@dataclass(frozen=True, slots=True)
-class Completion:
-    text: str
-    finish: Finish = field(repr=False)
-
-    @property
-    def truncated(self) -> bool:
-        return self.finish.truncated
-
-
-class ChatModel(Protocol):
-    """What callers need from a model: one endpoint (`LLMClient`) or several (`citedocs.llm.pool.LLMPool`)."""
-
-    @property
-    def base_url(self) -> str: ...
-
-    @property
-    def model(self) -> str: ...
-
-    def stream_chat(
-        self,
-        messages: Sequence[Mapping[str, str]],
-        *,
-        max_tokens: int,
-        temperature: float,
-        stop: Sequence[str] | None = None,
-        extra: Mapping[str, Any] | None = None,
-    ) -> AsyncIterator[LLMEvent]: ...
-
-    async def complete(
-        self,
-        messages: Sequence[Mapping[str, str]],
-        *,
-        max_tokens: int,
-        temperature: float,
-        stop: Sequence[str] | None = None,
-        extra: Mapping[str, Any] | None = None,
-    ) -> Completion: ...
-
-    async def aclose(self) -> None: ...
 
 
 class LLMClient:

@@ -15,7 +15,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from citedocs.llm.client import ChatModel, LLMClient
+from citedocs.llm.chat import ChatModel
+from citedocs.llm.client import LLMClient
 from citedocs.llm.install import DEFAULT_SERVER, better_server, chosen_model, server_binary, server_kind
 from citedocs.llm.llama import LlamaServer
 from citedocs.llm.native import build_state, note

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from citedocs.errors import LLMError
-from citedocs.llm.client import Completion, LLMClient, LLMEvent, LLMStreamError
+from citedocs.llm.chat import Completion, LLMEvent
+from citedocs.llm.client import LLMClient, LLMStreamError
 from citedocs.llm.readiness import split_urls
 from citedocs.llm.wire import redact_url
 from citedocs.settings import Settings
