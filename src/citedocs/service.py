@@ -8,18 +8,17 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from citedocs import access, front_search
+from citedocs import access, front_search, principals
 from citedocs.embed.auto import CHOICE_KEY, choice_from_fingerprint
 from citedocs.embed.blob import FINGERPRINT_KEY
 from citedocs.embed.factory import make_embedder
 from citedocs.embed.lazy import LazyEmbedder
-from citedocs.errors import AccessDenied, AuthRequired, InputError, NotFoundError
+from citedocs.errors import AccessDenied, InputError, NotFoundError
 from citedocs.index.embedding import EmbedProgress
 from citedocs.index.folders import IndexProgress, ProgressCallback
 from citedocs.index.jobs import IndexJobs
@@ -38,7 +37,7 @@ if TYPE_CHECKING:
     from citedocs.answer.retriever import Retriever
     from citedocs.answer.service import AnswerEvent, AnswerService
     from citedocs.llm.chat import ChatModel
-    from citedocs.oidc import Identity, OidcVerifier
+    from citedocs.oidc import OidcVerifier
     from citedocs.sites.service import SiteService
 
 _log = logging.getLogger(__name__)
@@ -508,15 +507,8 @@ class Citedocs:
         """A new token: the secret (shown once, never stored) and its record. `sources` (names or folder
         paths) limit what it sees; none means every source."""
         access.require("admin")
-        if scope not in access.SCOPES:
-            raise InputError(f"{scope!r} is not a scope.", "Use search, ask or admin.")
-        names = sorted({self.find_source(s).name for s in sources}) if sources else None
-        if expires_days is not None and expires_days <= 0:
-            raise InputError("--expires must be a positive number of days.", "Leave it out for no expiry.")
-        expires = None if expires_days is None else time.time() + expires_days * 86400
-        secret = access.new_secret()
-        record = self.tokens.add(access.valid_name(name), access.hash_secret(secret), scope, names, expires)
-        return secret, record
+        names = [self.find_source(s).name for s in sources] if sources else None
+        return principals.create_token(self.store, name, scope, names, expires_days)
 
     def list_tokens(self) -> list[StoredToken]:
         access.require("admin")
@@ -527,34 +519,5 @@ class Citedocs:
         return self.tokens.revoke(name)
 
     def authenticate(self, secret: str) -> access.Principal:
-        """The principal a bearer secret stands for; unknown, expired and revoked tokens are refused alike.
-        With single sign-on configured, a JWT is verified against the issuer and mapped by its groups."""
-        if self.sso is not None:
-            from citedocs.oidc import looks_like_jwt
-
-            if looks_like_jwt(secret):
-                return self._signed_in(self.sso.verify(secret))
-        found = (
-            self.tokens.by_hash(access.hash_secret(secret))
-            if secret.startswith(access.TOKEN_PREFIX)
-            else None
-        )
-        if found is None or not found.usable(time.time()):
-            raise AuthRequired(
-                "The token is not valid here (unknown, expired or revoked).",
-                "Send `Authorization: Bearer <token>` with a token from `citedocs token create`.",
-            )
-        sources = None if found.sources is None else frozenset(found.sources)
-        return access.Principal(found.name, found.scope, sources)  # type: ignore[arg-type]
-
-    def _signed_in(self, identity: Identity) -> access.Principal:
-        """A verified sign-in as a principal: its rule's sources (names or folder paths) as source names."""
-        if identity.rule.sources is None:
-            return access.Principal(identity.name, identity.rule.scope, None)
-        names = set()
-        for wanted in identity.rule.sources:
-            source = self.store.find_source(wanted) or self.store.find_source(
-                str(Path(wanted).expanduser().resolve())
-            )
-            names.add(wanted if source is None else source.name)  # a source not registered yet sees nothing
-        return access.Principal(identity.name, identity.rule.scope, frozenset(names))
+        """The principal a bearer secret (a token, or a JWT with single sign-on) stands for."""
+        return principals.authenticate(self.store, self.sso, secret)
