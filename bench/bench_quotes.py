@@ -1,5 +1,11 @@
 """Answers with quotes (issue 44), measured offline: the saved syntheses of committed runs plus the quotes
-`answer/quotes.py` adds to each, chosen from the passages the model read (recovered from the stored prompt).
+`answer/quotes.py` adds to each, chosen from the passages the model read, whole, as a live answer chooses them.
+
+The stored prompt holds what the model read of each passage (`prompt.model_text`: no HTML comments, no lines
+said twice), not the passage: quotes chosen from that text may join lines the file keeps apart (18 of 177
+were not in their file). So each passage is recovered whole from a keyword index of the corpus (same file,
+heading and lines, and checked to read exactly as the prompt), the text the live answer quotes from; the
+prompt's text only where none matches (`whole_passages`).
 
     # claude-docs (81 cases): the committed runs given (default: the latest, answer-gate-2)
     PYTHONPATH=src .venv/bin/python bench/bench_quotes.py runs [eval/baseline/answer-gate-2 ...]
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -40,7 +47,7 @@ from _env import SHARED_DATA, header
 from citedocs.answer.evidence import score_sentences
 from citedocs.answer.gate import question_terms, relevance_decision
 from citedocs.answer.passages import passages
-from citedocs.answer.prompt import REFUSAL_SENTENCES
+from citedocs.answer.prompt import REFUSAL_SENTENCES, model_text, neutralize
 from citedocs.answer.quotes import Quote, choose_quotes
 from citedocs.eval.cases import Case, load_cases
 from citedocs.eval.metrics import correct_refusal, fact_found, key_fact_recall, wrong_refusal
@@ -76,12 +83,47 @@ def _pct(values: Sequence[int], q: float) -> int | None:
 
 def _on_disk(corpus: Path, hit: Hit, quote: Quote) -> bool:
     """The quote's words in the file the passage came from (whitespace aside: the chunker joins paragraphs)."""
-    path = corpus / hit.path if not Path(hit.path).is_absolute() else Path(hit.path)
+    path = Path(hit.path) if Path(hit.path).is_absolute() else corpus / hit.path
     try:
         text = path.read_text(encoding="utf-8")
     except OSError:
         return False
     return " ".join(quote.text.split()) in " ".join(text.split())
+
+
+Chunk = tuple[str, str, int, int]
+
+
+def corpus_chunks(docs: Path, db: Path) -> dict[Chunk, list[Hit]]:
+    """Every chunk of a keyword index of `docs` (built in `db`), by file name, heading and lines."""
+    app = Citedocs(Settings(db=str(db), embedder="none"))
+    try:
+        app.add_folder(docs)
+        app.index()
+    finally:
+        app.close()
+    out: dict[Chunk, list[Hit]] = {}
+    with sqlite3.connect(str(db)) as conn:
+        rows = conn.execute(
+            "SELECT c.chunk_id, d.path, c.heading, c.page_start, c.line_start, c.line_end, c.text "
+            "FROM chunks c JOIN documents d ON d.id = c.document_id"
+        ).fetchall()
+    for chunk_id, path, heading, page, start, end, text in rows:
+        hit = Hit(chunk_id, path, str(docs), heading, page, start, end, 0.0, text)
+        out.setdefault((Path(path).name, heading, start, end), []).append(hit)
+    return out
+
+
+def whole_passages(read: Sequence[Hit], chunks: dict[Chunk, list[Hit]]) -> tuple[list[Hit], int]:
+    """The passages whose model-read text is `read` (from the prompt), whole; a passage none matches stays
+    as read. Also how many were recovered."""
+    out, found = [], 0
+    for hit in read:
+        same = chunks.get((hit.path, hit.heading, hit.line_start, hit.line_end), [])
+        whole = next((c for c in same if neutralize(model_text(c.text), "").strip() == hit.text.strip()), None)
+        found += whole is not None and bool(hit.text)
+        out.append(whole if whole is not None and hit.text else hit)
+    return out, found
 
 
 def score_case(
@@ -177,19 +219,26 @@ def table(name: str, rows: list[dict[str, Any]], verbatim: tuple[int, int, int])
     return out
 
 
-def run_runs(run_dirs: Sequence[Path], alone: bool = False, explain: bool = False) -> list[dict[str, Any]]:
-    """Quotes added to each run's saved synthesis; `alone`: the synthesis dropped, as without a model."""
+def run_runs(
+    run_dirs: Sequence[Path], alone: bool = False, explain: bool = False, as_read: bool = False
+) -> list[dict[str, Any]]:
+    """Quotes added to each run's saved synthesis; `alone`: the synthesis dropped, as without a model;
+    `as_read`: chosen from the passages as the prompt holds them, not whole."""
     cases = {c.id: c for c in load_cases(*EN_CASES)}
     tables = []
+    with tempfile.TemporaryDirectory() as tmp:
+        chunks = {} if as_read else corpus_chunks(EN / "docs", Path(tmp) / "en.sqlite3")
     for run_dir in run_dirs:
-        rows, verbatim = [], [0, 0, 0]
+        rows, verbatim, recovered, read_count = [], [0, 0, 0], 0, 0
         for line in (run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
             case, detail = cases.get(record["id"]), record.get("detail", {})
             if case is None:
                 continue
             refused = alone or bool(detail.get("refused"))
-            hits = prompt_passages(detail.get("prompt") or [])
+            read = prompt_passages(detail.get("prompt") or [])
+            hits, found = whole_passages(read, chunks)
+            recovered, read_count = recovered + found, read_count + sum(bool(h.text) for h in read)
             synthesis = "" if refused else str(detail.get("answer", ""))
             quotes = (
                 choose_quotes(case.question, hits, synthesis, model_refused=refused and not alone)
@@ -204,7 +253,9 @@ def run_runs(run_dirs: Sequence[Path], alone: bool = False, explain: bool = Fals
             if explain:
                 explain_case(case, hits, quotes)
         name = run_dir.name + (" (synthesis dropped: no model)" if alone else "")
+        name += " (passages as the prompt holds them)" if as_read else ""
         tables.append(table(name, rows, (verbatim[0], verbatim[1], verbatim[2])))
+        tables[-1]["passages_whole"] = f"{recovered}/{read_count}"
     return tables
 
 
@@ -246,6 +297,9 @@ def main() -> None:
     runs = sub.add_parser("runs", help="committed claude-docs runs, quotes added to their saved answers")
     runs.add_argument("run_dirs", nargs="*", type=Path, default=list(DEFAULT_RUNS))
     runs.add_argument("--alone", action="store_true", help="drop the saved syntheses: the quotes alone")
+    runs.add_argument(
+        "--as-read", action="store_true", help="quote from the prompt's text of each passage, not the whole"
+    )
     ja = sub.add_parser("ja", help="the Japanese dev set: retrieval, gate and quotes, no model")
     for command in (runs, ja):
         command.add_argument(
@@ -254,7 +308,7 @@ def main() -> None:
     args = parser.parse_args()
     print(json.dumps(header()))
     results = (
-        run_runs(args.run_dirs, args.alone, args.explain)
+        run_runs(args.run_dirs, args.alone, args.explain, args.as_read)
         if args.what == "runs"
         else [run_japanese(explain=args.explain)]
     )
