@@ -120,7 +120,9 @@ def whole_passages(read: Sequence[Hit], chunks: dict[Chunk, list[Hit]]) -> tuple
     out, found = [], 0
     for hit in read:
         same = chunks.get((hit.path, hit.heading, hit.line_start, hit.line_end), [])
-        whole = next((c for c in same if neutralize(model_text(c.text), "").strip() == hit.text.strip()), None)
+        whole = next(
+            (c for c in same if neutralize(model_text(c.text), "").strip() == hit.text.strip()), None
+        )
         found += whole is not None and bool(hit.text)
         out.append(whole if whole is not None and hit.text else hit)
     return out, found

@@ -24,6 +24,7 @@ from citedocs.answer.evidence import ScoredSentence, line_span, score_sentences,
 from citedocs.answer.gate import question_terms
 from citedocs.answer.sentences import strip_markers
 from citedocs.hits import Hit
+from citedocs.text.cjk import has_cjk
 from citedocs.text.terms import Terms, coverage, extract_terms, union
 
 __all__ = [
@@ -57,6 +58,17 @@ _PUNCTUATION = frozenset(".,:;!?()[]{}|=`'\"/<>。、，．：；！？（）「
 _INTRODUCING = (":", "：")
 # What may stand between a sentence and what it introduces: white space, list markers (outside the spans).
 _GAP_RE = re.compile(r"(?:\s|[-*+•]|\d{1,3}[.)])*")
+# A sentence that points back to the one before it within its first words: English demonstratives and
+# pronouns, Japanese こ/そ words (この, これ, その, それ, こうした, そのような ...) and 上記.
+_POINTS_BACK_RE = re.compile(
+    r"\W*(?:(?:\w+\W+){0,5}?(?:this|these|those|such|it|its|they|them|their)\b|こ[のれうん]|そ[のれうん]|上記)",
+    re.IGNORECASE,
+)
+POINTS_BACK_SHARE = 0.9
+# A line longer than MAX_QUOTE_CHARS is quoted in runs of its pieces of at most this many characters; pieces
+# end at sentence ends and where glued cells meet ("coding.Balances", "DescriptionStrong"; not "OpenAI", "1MTool").
+WINDOW_CHARS = 200
+_GLUE_RE = re.compile(r"(?<=[a-z.!?)%…])(?=[A-Z][a-z])|(?<=[.!?。])\s+")
 # What a front end calls the quotes when there is no synthesis above them.
 QUOTES_LABEL = "What the sources say"
 
@@ -156,6 +168,30 @@ def _introduced(text: str, units: list[_Unit]) -> list[_Unit]:
     return out
 
 
+def _continued(text: str, units: list[_Unit]) -> list[_Unit]:
+    """`units` of one passage (in order), where a sentence that points back in its first words ("When using
+    tools in this way:", "It is ...", "これは ...") goes with the sentence right before it in its paragraph:
+    it matches the question as well as that one, less a little (POINTS_BACK_SHARE), being about what that
+    one is about in words the question need not share (the list of what to do, the number, the name); and
+    when it matches better itself, it is quoted with that one, as alone it does not say what "this" is
+    ("メンテナスクリプトは冪等でなければなりません。これは、...")."""
+    out: list[_Unit] = []
+    for i, unit in enumerate(units):
+        before = out[i - 1] if i else None
+        start, score = unit.start, unit.score
+        if (
+            before is not None
+            and before.end <= unit.start
+            and "\n\n" not in text[before.end : unit.start]
+            and _POINTS_BACK_RE.match(text, unit.start)
+        ):
+            if unit.score > before.score and unit.end - before.start <= MAX_QUOTE_CHARS:
+                start = before.start
+            score = max(score, POINTS_BACK_SHARE * before.score)
+        out.append(_Unit(unit.n, start, unit.end, score))
+    return out
+
+
 def _names_something(question: Terms, text: str) -> bool:
     """`text` holds a number or an identifier (a path, an address, a `snake_case` name) the question does
     not: what a key fact usually is. Between two sentences that match the question equally, the one that
@@ -164,34 +200,75 @@ def _names_something(question: Terms, text: str) -> bool:
     return bool(terms.numbers - question.numbers or terms.identifiers - question.identifiers)
 
 
+def _windows(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """A line too long to quote, as overlapping runs of its pieces of at most WINDOW_CHARS: a page saved
+    from HTML glues a table's cells and a list's items into one line ("OpusSonnetHaikuDescriptionStrong
+    performance ... coding.Balances intelligence and speed ..."), which holds the answer but cannot be read
+    at a glance. The pieces end at sentence ends and where one cell runs into the next (a lower-case
+    letter or full stop straight before a capitalised word); each run is an exact slice of the line."""
+    cuts = sorted({start, end} | {m.start() for m in _GLUE_RE.finditer(text, start, end)})
+    out: list[tuple[int, int]] = []
+    for i, a in enumerate(cuts[:-1]):
+        b = a
+        for c in cuts[i + 1 :]:
+            if c - a > WINDOW_CHARS:
+                break
+            b = c
+        a2, b2 = _trimmed(text, a, b)
+        if b2 > a2 and (not out or b2 > out[-1][1]):
+            out.append((a2, b2))
+    return out
+
+
 def _units(question: Terms, hits: Sequence[Hit], scored: list[list[ScoredSentence]]) -> list[_Unit]:
-    """Every scored sentence of every passage; one too long to read at a glance, line by line; one that
-    introduces a list, table or code, with it (`_introduced`)."""
+    """Every scored sentence of every passage; one too long to read at a glance, line by line, and a line
+    too long, in windows (`_windows`); one that points back, with the sentence before it (`_continued`); one
+    that introduces a list, table or code, with it (`_introduced`)."""
     weights = question.weighted()
     out: list[_Unit] = []
     for n, (hit, sentences) in enumerate(zip(hits, scored, strict=True), start=1):
         units: list[_Unit] = []
-        heading: float | None = None
+        heading = coverage(question, extract_terms(hit.heading, keep_parts=True), weights) * bool(hit.heading)
         for s in sentences:
             start, end = _trimmed(hit.text, s.span.start, s.span.end)
-            if end - start <= MAX_QUOTE_CHARS or "\n" not in hit.text[start:end]:
+            if end - start <= MAX_QUOTE_CHARS:
                 units.append(_Unit(n, start, end, s.score))
                 continue
-            if heading is None:
-                heading = coverage(question, extract_terms(hit.heading, keep_parts=True), weights) * bool(
-                    hit.heading
-                )
             at = start
             for line in hit.text[start:end].split("\n"):
                 a, b = _trimmed(hit.text, at, at + len(line))
                 at += len(line) + 1
-                if b > a:
-                    own = coverage(question, extract_terms(hit.text[a:b], keep_parts=True), weights)
-                    units.append(_Unit(n, a, b, sentence_score(own, heading, n)))
-        for unit in _introduced(hit.text, units):
+                for wa, wb in (
+                    _windows(hit.text, a, b) if b - a > MAX_QUOTE_CHARS else [(a, b)] if b > a else []
+                ):
+                    own = coverage(question, extract_terms(hit.text[wa:wb], keep_parts=True), weights)
+                    units.append(_Unit(n, wa, wb, sentence_score(own, heading, n)))
+        for unit in _introduced(hit.text, _continued(hit.text, units)):
             names = _names_something(question, hit.text[unit.start : unit.end])
             out.append(_Unit(unit.n, unit.start, unit.end, unit.score, names))
     return out
+
+
+def _beyond(terms: Terms, question: Terms) -> Terms:
+    """`terms` less the question's own: what a sentence says besides restating what was asked."""
+    return Terms(
+        terms.numbers - question.numbers,
+        terms.identifiers - question.identifiers,
+        frozenset(w for w in terms.words - question.words if not _in_question(w, question)),
+    )
+
+
+def _in_question(word: str, question: Terms) -> bool:
+    return has_cjk(word) and any(len(q) > 1 and q in word for q in question.words)
+
+
+def _adds(terms: Terms, question: Terms, seen: Terms) -> bool:
+    """A sentence adds to what the reader has seen when at least MIN_NEW_SHARE of what it says besides
+    the question's terms is new to them. Measured over all its terms, a sentence that matches the
+    question closely (most of its terms are the question's) would count as seen for naming one new thing,
+    and that one thing is the answer ("... now available in Canada")."""
+    own = _beyond(terms, question)
+    return bool(own) and 1.0 - coverage(own, seen) >= MIN_NEW_SHARE
 
 
 def choose_quotes(
@@ -214,14 +291,18 @@ def choose_quotes(
     least = MIN_QUOTE_SCORE_REFUSED if model_refused else MIN_QUOTE_SCORE
     asked = question_terms(question)
     per_hit = scored if scored is not None else score_sentences(question, hits)
-    units = sorted(_units(asked, hits, per_hit), key=lambda u: (-u.score, not u.names, u.n, u.start))
+    units = sorted(
+        (u for u in _units(asked, hits, per_hit) if u.score >= least),
+        key=lambda u: (-u.score, not u.names, u.n, u.start),
+    )
     # What the reader has seen: the question and the synthesis (its words, not its citation markers).
     seen = union([asked, extract_terms(strip_markers(synthesis), keep_parts=True)])
     keys: set[str] = set()
+    spans: list[tuple[int, int, int]] = []
     used = 0
     out: list[Quote] = []
     for unit in units:
-        if unit.score < least or len(out) >= most:
+        if len(out) >= most:
             break
         hit = hits[unit.n - 1]
         start, end = unit.start, unit.end
@@ -231,12 +312,15 @@ def choose_quotes(
         key = "".join(ch for ch in text.casefold() if ch.isalnum())
         if not key or key in keys or used + len(text) > budget or len(text) > MAX_QUOTE_CHARS:
             continue
+        if any(n == unit.n and start < b and a < end for n, a, b in spans):  # part of a quote chosen
+            continue
         if not text or _is_markup(text) or (model_refused and _reads_as_menu(text)):
             continue
         terms = extract_terms(text, keep_parts=True)
-        if not terms or 1.0 - coverage(terms, seen) < MIN_NEW_SHARE:
+        if not _adds(terms, asked, seen):
             continue
         keys.add(key)
+        spans.append((unit.n, start, end))
         seen = union([seen, terms])
         used += len(text)
         out.append(
