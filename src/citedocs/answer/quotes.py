@@ -34,6 +34,7 @@ __all__ = [
     "Quote",
     "QuoteDict",
     "choose_quotes",
+    "unheld_names",
 ]
 
 # Characters of quotes under a synthesis, and when the quotes are the whole answer (bench/bench_quotes.py).
@@ -69,6 +70,10 @@ POINTS_BACK_SHARE = 0.9
 # end at sentence ends and where glued cells meet ("coding.Balances", "DescriptionStrong"; not "OpenAI", "1MTool").
 WINDOW_CHARS = 200
 _GLUE_RE = re.compile(r"(?<=[a-z.!?)%…])(?=[A-Z][a-z])|(?<=[.!?。])\s+")
+# A name the question writes (an identifier: a parameter, field, file or version). When the quotes are the
+# answer (no synthesis), passages that never write a name the question asks about do not answer it: no quotes.
+_NAME_RE = re.compile(r"[A-Za-z_][\w]*(?:[-./:@][\w]+)+|\w*_\w+|[A-Za-z]+\d[\w]*")
+_NAME_MARK_RE = re.compile(r"[_./@:\d]")
 # What a front end calls the quotes when there is no synthesis above them.
 QUOTES_LABEL = "What the sources say"
 
@@ -271,6 +276,19 @@ def _adds(terms: Terms, question: Terms, seen: Terms) -> bool:
     return bool(own) and 1.0 - coverage(own, seen) >= MIN_NEW_SHARE
 
 
+def unheld_names(question: str, hits: Sequence[Hit]) -> list[str]:
+    """The names the question writes (`top_k`, `file_id`, `Rules-Requires-Root`, `v1.2`: with `_ . / @ :`,
+    a digit, or capitals between hyphens; not a hyphenated word like "pre-filling") that no passage holds."""
+    texts = [f"{hit.heading}\n{hit.text}".casefold() for hit in hits]
+    names = dict.fromkeys(m.group(0).rstrip(".:/") for m in _NAME_RE.finditer(question))
+    return [
+        name
+        for name in names
+        if (_NAME_MARK_RE.search(name) or (name != name.lower() and "-" in name))
+        and not any(name.casefold() in text for text in texts)
+    ]
+
+
 def choose_quotes(
     question: str,
     hits: Sequence[Hit],
@@ -289,6 +307,8 @@ def choose_quotes(
     budget = budget_chars if budget_chars is not None else (ALONE_CHARS if alone else QUOTE_CHARS)
     most = MAX_QUOTES_ALONE if alone else MAX_QUOTES
     least = MIN_QUOTE_SCORE_REFUSED if model_refused else MIN_QUOTE_SCORE
+    if alone and unheld_names(question, hits):
+        return []
     asked = question_terms(question)
     per_hit = scored if scored is not None else score_sentences(question, hits)
     units = sorted(
