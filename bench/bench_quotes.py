@@ -11,8 +11,9 @@ prompt's text only where none matches (`whole_passages`).
     PYTHONPATH=src .venv/bin/python bench/bench_quotes.py runs [eval/baseline/answer-gate-2 ...]
     # the same passages without the syntheses: what a reader sees when no model is available
     PYTHONPATH=src .venv/bin/python bench/bench_quotes.py runs --alone
-    # the Japanese dev set (38 cases): no saved Japanese answers exist, so what a reader sees without a model
-    # (retrieval in keyword mode, the relevance gate, the quotes alone)
+    # the Japanese dev set (38 cases): the live run's saved syntheses (answer-ja-1), and what a reader sees
+    # without a model (retrieval in keyword mode, the relevance gate, the quotes alone)
+    PYTHONPATH=src .venv/bin/python bench/bench_quotes.py runs --ja eval/baseline/answer-ja-1
     PYTHONPATH=src .venv/bin/python bench/bench_quotes.py ja
     # either, with --explain: for each key fact the passages hold and the quotes miss, the best-ranked
     # sentence holding it (its rank and score) beside the quotes chosen (to stderr)
@@ -24,7 +25,8 @@ synthesis was refused or withheld, the quotes alone under "What the sources say"
 with both matchers: `literal` (normalised text, the matcher of every run before issue 44) and `analyzed`
 (literal, or the fact's analysed words in a row: stems, CJK words; eval/metrics.py). Refusals: `synth` counts
 a refused synthesis (as the committed metrics do); `reader` only when the reader sees nothing (refused and no
-quotes). `recall_passages_analyzed` is the share of key facts in the passages the quotes are chosen from:
+quotes). `quoted_facts_synthesis_states`: of the key facts the quotes hold, the share the synthesis
+already states (what coverage-aware selection should keep low). `recall_passages_analyzed` is the share of key facts in the passages the quotes are chosen from:
 what quotes could reach. Every quote is checked to be an exact slice of its cited passage, and found in the file on disk.
 """
 
@@ -154,6 +156,9 @@ def score_case(
         whole = (("" if refused else synthesis) + "\n" + shown_quotes).strip()
         row[f"whole_{matcher}"] = key_fact_recall(whole, case.key_facts, not whole, matcher=matcher)
         row[f"quotes_{matcher}"] = key_fact_recall(shown_quotes, case.key_facts, not quotes, matcher=matcher)
+    quoted = [f for f in case.key_facts if shown_quotes and fact_found(shown_quotes, f)]
+    row["facts_quoted"] = len(quoted)
+    row["facts_quoted_and_said"] = 0 if refused else sum(fact_found(synthesis, f) for f in quoted)
     row["passages_analyzed"] = key_fact_recall("\n".join(h.text for h in hits), case.key_facts, not hits)
     silent = refused and not quotes
     row["wrong_synth"], row["wrong_reader"] = (
@@ -214,6 +219,10 @@ def table(name: str, rows: list[dict[str, Any]], verbatim: tuple[int, int, int])
         values = [r[key] for r in shown if r[key]]
         out[f"{label}_p50"], out[f"{label}_p95"] = _pct(values, 0.5), _pct(values, 0.95)
     out["quotes_per_answer"] = _mean([r["quotes"] for r in shown])
+    quoted = sum(r["facts_quoted"] for r in rows)
+    out["quoted_facts_synthesis_states"] = (
+        round(sum(r["facts_quoted_and_said"] for r in rows) / quoted, 3) if quoted else None
+    )
     for key in ("wrong_synth", "wrong_reader", "correct_synth", "correct_reader"):
         out[key] = _mean([r[key] for r in rows])
     total, exact, disk = verbatim
@@ -222,14 +231,20 @@ def table(name: str, rows: list[dict[str, Any]], verbatim: tuple[int, int, int])
 
 
 def run_runs(
-    run_dirs: Sequence[Path], alone: bool = False, explain: bool = False, as_read: bool = False
+    run_dirs: Sequence[Path],
+    alone: bool = False,
+    explain: bool = False,
+    as_read: bool = False,
+    language: str = "en",
 ) -> list[dict[str, Any]]:
     """Quotes added to each run's saved synthesis; `alone`: the synthesis dropped, as without a model;
-    `as_read`: chosen from the passages as the prompt holds them, not whole."""
-    cases = {c.id: c for c in load_cases(*EN_CASES)}
+    `as_read`: chosen from the passages as the prompt holds them, not whole; `language` "ja": runs of the
+    Japanese dev set (answer-ja-1)."""
+    corpus = JA if language == "ja" else EN
+    cases = {c.id: c for c in load_cases(*((JA / "cases.jsonl",) if language == "ja" else EN_CASES))}
     tables = []
     with tempfile.TemporaryDirectory() as tmp:
-        chunks = {} if as_read else corpus_chunks(EN / "docs", Path(tmp) / "en.sqlite3")
+        chunks = {} if as_read else corpus_chunks(corpus / "docs", Path(tmp) / "corpus.sqlite3")
     for run_dir in run_dirs:
         rows, verbatim, recovered, read_count = [], [0, 0, 0], 0, 0
         for line in (run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines():
@@ -250,8 +265,8 @@ def run_runs(
             for q in quotes:
                 verbatim[0] += 1
                 verbatim[1] += hits[q.n - 1].text[q.start : q.end] == q.text
-                verbatim[2] += _on_disk(EN / "docs", hits[q.n - 1], q)
-            rows.append(score_case(case, synthesis, refused, quotes, "en", model=not alone, hits=hits))
+                verbatim[2] += _on_disk(corpus / "docs", hits[q.n - 1], q)
+            rows.append(score_case(case, synthesis, refused, quotes, language, model=not alone, hits=hits))
             if explain:
                 explain_case(case, hits, quotes)
         name = run_dir.name + (" (synthesis dropped: no model)" if alone else "")
@@ -299,6 +314,7 @@ def main() -> None:
     runs = sub.add_parser("runs", help="committed claude-docs runs, quotes added to their saved answers")
     runs.add_argument("run_dirs", nargs="*", type=Path, default=list(DEFAULT_RUNS))
     runs.add_argument("--alone", action="store_true", help="drop the saved syntheses: the quotes alone")
+    runs.add_argument("--ja", action="store_true", help="runs of the Japanese dev set (answer-ja-1)")
     runs.add_argument(
         "--as-read", action="store_true", help="quote from the prompt's text of each passage, not the whole"
     )
@@ -310,7 +326,7 @@ def main() -> None:
     args = parser.parse_args()
     print(json.dumps(header()))
     results = (
-        run_runs(args.run_dirs, args.alone, args.explain, args.as_read)
+        run_runs(args.run_dirs, args.alone, args.explain, args.as_read, "ja" if args.ja else "en")
         if args.what == "runs"
         else [run_japanese(explain=args.explain)]
     )
