@@ -3,13 +3,16 @@
 A 1.5B model restating five passages keeps 0.59-0.66 of the key facts they hold (issue 44); the sentences
 that hold the rest are already in the passages. This picks them without the model: the sentences (table rows,
 list items, code lines) that match the question best (`evidence.score_sentences`, the same scores as the
-`evidence` event), leaving out any whose content terms the reader has already seen — in the question, in the
-synthesis, in a quote chosen before it — so a quote adds a fact; of two that match equally, the one that
-names a number or identifier the question does not comes first. A sentence that ends in a colon is quoted
-with the list, table rows or code it introduces. Each quote is an exact slice of its passage
-(`passage.text[start:end] == quote.text`), cites the passage's number and says where it is (file lines, page
-or URL). At most a few hundred characters: fewer when the synthesis already states what they would; more when
-there is no synthesis (withheld, refused by the model, no model), because then the quotes are the answer.
+`evidence` event), leaving out any that says nothing besides the question's words that the reader has not
+seen — in the synthesis, in a quote chosen before it — so a quote adds a fact; of two that match equally, the
+one that names a number or identifier the question does not comes first. A sentence that ends in a colon is
+quoted with the list, table rows or code it introduces; one that points back ("in this way", "これは") goes
+with the sentence before it; a line too long to read (a table saved from HTML, its cells glued) is quoted in
+windows of its cells. Each quote is an exact slice of its passage (`passage.text[start:end] == quote.text`),
+cites the passage's number and says where it is (file lines, page or URL). At most a few hundred characters:
+fewer when the synthesis already states what they would; more when there is no synthesis (withheld, refused
+by the model, no model), because then the quotes are the answer; then a question naming an identifier no
+passage writes (`top_k`) gets none. Figures: docs/evaluation.md, `bench/bench_quotes.py`.
 Japanese works the same: sentences end at `。` with no space, and terms come from the analyzer (CJK words).
 """
 
