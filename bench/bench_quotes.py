@@ -1,12 +1,19 @@
 """Answers with quotes (issue 44), measured offline: the saved syntheses of committed runs plus the quotes
-`answer/quotes.py` adds to each, chosen from the passages the model read (recovered from the stored prompt).
+`answer/quotes.py` adds to each, chosen from the passages the model read, whole, as a live answer chooses them.
+
+The stored prompt holds what the model read of each passage (`prompt.model_text`: no HTML comments, no lines
+said twice), not the passage: quotes chosen from that text may join lines the file keeps apart (18 of 177
+were not in their file). So each passage is recovered whole from a keyword index of the corpus (same file,
+heading and lines, and checked to read exactly as the prompt), the text the live answer quotes from; the
+prompt's text only where none matches (`whole_passages`).
 
     # claude-docs (81 cases): the committed runs given (default: the latest, answer-gate-2)
     PYTHONPATH=src .venv/bin/python bench/bench_quotes.py runs [eval/baseline/answer-gate-2 ...]
     # the same passages without the syntheses: what a reader sees when no model is available
     PYTHONPATH=src .venv/bin/python bench/bench_quotes.py runs --alone
-    # the Japanese dev set (38 cases): no saved Japanese answers exist, so what a reader sees without a model
-    # (retrieval in keyword mode, the relevance gate, the quotes alone)
+    # the Japanese dev set (38 cases): the live run's saved syntheses (answer-ja-1), and what a reader sees
+    # without a model (retrieval in keyword mode, the relevance gate, the quotes alone)
+    PYTHONPATH=src .venv/bin/python bench/bench_quotes.py runs --ja eval/baseline/answer-ja-1
     PYTHONPATH=src .venv/bin/python bench/bench_quotes.py ja
     # either, with --explain: for each key fact the passages hold and the quotes miss, the best-ranked
     # sentence holding it (its rank and score) beside the quotes chosen (to stderr)
@@ -18,7 +25,8 @@ synthesis was refused or withheld, the quotes alone under "What the sources say"
 with both matchers: `literal` (normalised text, the matcher of every run before issue 44) and `analyzed`
 (literal, or the fact's analysed words in a row: stems, CJK words; eval/metrics.py). Refusals: `synth` counts
 a refused synthesis (as the committed metrics do); `reader` only when the reader sees nothing (refused and no
-quotes). `recall_passages_analyzed` is the share of key facts in the passages the quotes are chosen from:
+quotes). `quoted_facts_synthesis_states`: of the key facts the quotes hold, the share the synthesis
+already states (what coverage-aware selection should keep low). `recall_passages_analyzed` is the share of key facts in the passages the quotes are chosen from:
 what quotes could reach. Every quote is checked to be an exact slice of its cited passage, and found in the file on disk.
 """
 
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -40,7 +49,7 @@ from _env import SHARED_DATA, header
 from citedocs.answer.evidence import score_sentences
 from citedocs.answer.gate import question_terms, relevance_decision
 from citedocs.answer.passages import passages
-from citedocs.answer.prompt import REFUSAL_SENTENCES
+from citedocs.answer.prompt import REFUSAL_SENTENCES, model_text, neutralize
 from citedocs.answer.quotes import Quote, choose_quotes
 from citedocs.eval.cases import Case, load_cases
 from citedocs.eval.metrics import correct_refusal, fact_found, key_fact_recall, wrong_refusal
@@ -76,12 +85,49 @@ def _pct(values: Sequence[int], q: float) -> int | None:
 
 def _on_disk(corpus: Path, hit: Hit, quote: Quote) -> bool:
     """The quote's words in the file the passage came from (whitespace aside: the chunker joins paragraphs)."""
-    path = corpus / hit.path if not Path(hit.path).is_absolute() else Path(hit.path)
+    path = Path(hit.path) if Path(hit.path).is_absolute() else corpus / hit.path
     try:
         text = path.read_text(encoding="utf-8")
     except OSError:
         return False
     return " ".join(quote.text.split()) in " ".join(text.split())
+
+
+Chunk = tuple[str, str, int, int]
+
+
+def corpus_chunks(docs: Path, db: Path) -> dict[Chunk, list[Hit]]:
+    """Every chunk of a keyword index of `docs` (built in `db`), by file name, heading and lines."""
+    app = Citedocs(Settings(db=str(db), embedder="none"))
+    try:
+        app.add_folder(docs)
+        app.index()
+    finally:
+        app.close()
+    out: dict[Chunk, list[Hit]] = {}
+    with sqlite3.connect(str(db)) as conn:
+        rows = conn.execute(
+            "SELECT c.chunk_id, d.path, c.heading, c.page_start, c.line_start, c.line_end, c.text "
+            "FROM chunks c JOIN documents d ON d.id = c.document_id"
+        ).fetchall()
+    for chunk_id, path, heading, page, start, end, text in rows:
+        hit = Hit(chunk_id, path, str(docs), heading, page, start, end, 0.0, text)
+        out.setdefault((Path(path).name, heading, start, end), []).append(hit)
+    return out
+
+
+def whole_passages(read: Sequence[Hit], chunks: dict[Chunk, list[Hit]]) -> tuple[list[Hit], int]:
+    """The passages whose model-read text is `read` (from the prompt), whole; a passage none matches stays
+    as read. Also how many were recovered."""
+    out, found = [], 0
+    for hit in read:
+        same = chunks.get((hit.path, hit.heading, hit.line_start, hit.line_end), [])
+        whole = next(
+            (c for c in same if neutralize(model_text(c.text), "").strip() == hit.text.strip()), None
+        )
+        found += whole is not None and bool(hit.text)
+        out.append(whole if whole is not None and hit.text else hit)
+    return out, found
 
 
 def score_case(
@@ -110,6 +156,9 @@ def score_case(
         whole = (("" if refused else synthesis) + "\n" + shown_quotes).strip()
         row[f"whole_{matcher}"] = key_fact_recall(whole, case.key_facts, not whole, matcher=matcher)
         row[f"quotes_{matcher}"] = key_fact_recall(shown_quotes, case.key_facts, not quotes, matcher=matcher)
+    quoted = [f for f in case.key_facts if shown_quotes and fact_found(shown_quotes, f)]
+    row["facts_quoted"] = len(quoted)
+    row["facts_quoted_and_said"] = 0 if refused else sum(fact_found(synthesis, f) for f in quoted)
     row["passages_analyzed"] = key_fact_recall("\n".join(h.text for h in hits), case.key_facts, not hits)
     silent = refused and not quotes
     row["wrong_synth"], row["wrong_reader"] = (
@@ -170,6 +219,10 @@ def table(name: str, rows: list[dict[str, Any]], verbatim: tuple[int, int, int])
         values = [r[key] for r in shown if r[key]]
         out[f"{label}_p50"], out[f"{label}_p95"] = _pct(values, 0.5), _pct(values, 0.95)
     out["quotes_per_answer"] = _mean([r["quotes"] for r in shown])
+    quoted = sum(r["facts_quoted"] for r in rows)
+    out["quoted_facts_synthesis_states"] = (
+        round(sum(r["facts_quoted_and_said"] for r in rows) / quoted, 3) if quoted else None
+    )
     for key in ("wrong_synth", "wrong_reader", "correct_synth", "correct_reader"):
         out[key] = _mean([r[key] for r in rows])
     total, exact, disk = verbatim
@@ -177,19 +230,32 @@ def table(name: str, rows: list[dict[str, Any]], verbatim: tuple[int, int, int])
     return out
 
 
-def run_runs(run_dirs: Sequence[Path], alone: bool = False, explain: bool = False) -> list[dict[str, Any]]:
-    """Quotes added to each run's saved synthesis; `alone`: the synthesis dropped, as without a model."""
-    cases = {c.id: c for c in load_cases(*EN_CASES)}
+def run_runs(
+    run_dirs: Sequence[Path],
+    alone: bool = False,
+    explain: bool = False,
+    as_read: bool = False,
+    language: str = "en",
+) -> list[dict[str, Any]]:
+    """Quotes added to each run's saved synthesis; `alone`: the synthesis dropped, as without a model;
+    `as_read`: chosen from the passages as the prompt holds them, not whole; `language` "ja": runs of the
+    Japanese dev set (answer-ja-1)."""
+    corpus = JA if language == "ja" else EN
+    cases = {c.id: c for c in load_cases(*((JA / "cases.jsonl",) if language == "ja" else EN_CASES))}
     tables = []
+    with tempfile.TemporaryDirectory() as tmp:
+        chunks = {} if as_read else corpus_chunks(corpus / "docs", Path(tmp) / "corpus.sqlite3")
     for run_dir in run_dirs:
-        rows, verbatim = [], [0, 0, 0]
+        rows, verbatim, recovered, read_count = [], [0, 0, 0], 0, 0
         for line in (run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
             case, detail = cases.get(record["id"]), record.get("detail", {})
             if case is None:
                 continue
             refused = alone or bool(detail.get("refused"))
-            hits = prompt_passages(detail.get("prompt") or [])
+            read = prompt_passages(detail.get("prompt") or [])
+            hits, found = whole_passages(read, chunks)
+            recovered, read_count = recovered + found, read_count + sum(bool(h.text) for h in read)
             synthesis = "" if refused else str(detail.get("answer", ""))
             quotes = (
                 choose_quotes(case.question, hits, synthesis, model_refused=refused and not alone)
@@ -199,12 +265,14 @@ def run_runs(run_dirs: Sequence[Path], alone: bool = False, explain: bool = Fals
             for q in quotes:
                 verbatim[0] += 1
                 verbatim[1] += hits[q.n - 1].text[q.start : q.end] == q.text
-                verbatim[2] += _on_disk(EN / "docs", hits[q.n - 1], q)
-            rows.append(score_case(case, synthesis, refused, quotes, "en", model=not alone, hits=hits))
+                verbatim[2] += _on_disk(corpus / "docs", hits[q.n - 1], q)
+            rows.append(score_case(case, synthesis, refused, quotes, language, model=not alone, hits=hits))
             if explain:
                 explain_case(case, hits, quotes)
         name = run_dir.name + (" (synthesis dropped: no model)" if alone else "")
+        name += " (passages as the prompt holds them)" if as_read else ""
         tables.append(table(name, rows, (verbatim[0], verbatim[1], verbatim[2])))
+        tables[-1]["passages_whole"] = f"{recovered}/{read_count}"
     return tables
 
 
@@ -246,6 +314,10 @@ def main() -> None:
     runs = sub.add_parser("runs", help="committed claude-docs runs, quotes added to their saved answers")
     runs.add_argument("run_dirs", nargs="*", type=Path, default=list(DEFAULT_RUNS))
     runs.add_argument("--alone", action="store_true", help="drop the saved syntheses: the quotes alone")
+    runs.add_argument("--ja", action="store_true", help="runs of the Japanese dev set (answer-ja-1)")
+    runs.add_argument(
+        "--as-read", action="store_true", help="quote from the prompt's text of each passage, not the whole"
+    )
     ja = sub.add_parser("ja", help="the Japanese dev set: retrieval, gate and quotes, no model")
     for command in (runs, ja):
         command.add_argument(
@@ -254,7 +326,7 @@ def main() -> None:
     args = parser.parse_args()
     print(json.dumps(header()))
     results = (
-        run_runs(args.run_dirs, args.alone, args.explain)
+        run_runs(args.run_dirs, args.alone, args.explain, args.as_read, "ja" if args.ja else "en")
         if args.what == "runs"
         else [run_japanese(explain=args.explain)]
     )

@@ -3,13 +3,16 @@
 A 1.5B model restating five passages keeps 0.59-0.66 of the key facts they hold (issue 44); the sentences
 that hold the rest are already in the passages. This picks them without the model: the sentences (table rows,
 list items, code lines) that match the question best (`evidence.score_sentences`, the same scores as the
-`evidence` event), leaving out any whose content terms the reader has already seen — in the question, in the
-synthesis, in a quote chosen before it — so a quote adds a fact; of two that match equally, the one that
-names a number or identifier the question does not comes first. A sentence that ends in a colon is quoted
-with the list, table rows or code it introduces. Each quote is an exact slice of its passage
-(`passage.text[start:end] == quote.text`), cites the passage's number and says where it is (file lines, page
-or URL). At most a few hundred characters: fewer when the synthesis already states what they would; more when
-there is no synthesis (withheld, refused by the model, no model), because then the quotes are the answer.
+`evidence` event), leaving out any that says nothing besides the question's words that the reader has not
+seen — in the synthesis, in a quote chosen before it — so a quote adds a fact; of two that match equally, the
+one that names a number or identifier the question does not comes first. A sentence that ends in a colon is
+quoted with the list, table rows or code it introduces; one that points back ("in this way", "これは") goes
+with the sentence before it; a line too long to read (a table saved from HTML, its cells glued) is quoted in
+windows of its cells. Each quote is an exact slice of its passage (`passage.text[start:end] == quote.text`),
+cites the passage's number and says where it is (file lines, page or URL). At most a few hundred characters:
+fewer when the synthesis already states what they would; more when there is no synthesis (withheld, refused
+by the model, no model), because then the quotes are the answer; then a question naming an identifier no
+passage writes (`top_k`) gets none. Figures: docs/evaluation.md, `bench/bench_quotes.py`.
 Japanese works the same: sentences end at `。` with no space, and terms come from the analyzer (CJK words).
 """
 
@@ -24,6 +27,7 @@ from citedocs.answer.evidence import ScoredSentence, line_span, score_sentences,
 from citedocs.answer.gate import question_terms
 from citedocs.answer.sentences import strip_markers
 from citedocs.hits import Hit
+from citedocs.text.cjk import has_cjk
 from citedocs.text.terms import Terms, coverage, extract_terms, union
 
 __all__ = [
@@ -33,6 +37,7 @@ __all__ = [
     "Quote",
     "QuoteDict",
     "choose_quotes",
+    "unheld_names",
 ]
 
 # Characters of quotes under a synthesis, and when the quotes are the whole answer (bench/bench_quotes.py).
@@ -57,6 +62,21 @@ _PUNCTUATION = frozenset(".,:;!?()[]{}|=`'\"/<>。、，．：；！？（）「
 _INTRODUCING = (":", "：")
 # What may stand between a sentence and what it introduces: white space, list markers (outside the spans).
 _GAP_RE = re.compile(r"(?:\s|[-*+•]|\d{1,3}[.)])*")
+# A sentence that points back to the one before it within its first words: English demonstratives and
+# pronouns, Japanese こ/そ words (この, これ, その, それ, こうした, そのような ...) and 上記.
+_POINTS_BACK_RE = re.compile(
+    r"\W*(?:(?:\w+\W+){0,5}?(?:this|these|those|such|it|its|they|them|their)\b|こ[のれうん]|そ[のれうん]|上記)",
+    re.IGNORECASE,
+)
+POINTS_BACK_SHARE = 0.9
+# A line longer than MAX_QUOTE_CHARS is quoted in runs of its pieces of at most this many characters; pieces
+# end at sentence ends and where glued cells meet ("coding.Balances", "DescriptionStrong"; not "OpenAI", "1MTool").
+WINDOW_CHARS = 200
+_GLUE_RE = re.compile(r"(?<=[a-z.!?)%…])(?=[A-Z][a-z])|(?<=[.!?。])\s+")
+# A name the question writes (an identifier: a parameter, field, file or version). When the quotes are the
+# answer (no synthesis), passages that never write a name the question asks about do not answer it: no quotes.
+_NAME_RE = re.compile(r"[A-Za-z_][\w]*(?:[-./:@][\w]+)+|\w*_\w+|[A-Za-z]+\d[\w]*")
+_NAME_MARK_RE = re.compile(r"[_./@:\d]")
 # What a front end calls the quotes when there is no synthesis above them.
 QUOTES_LABEL = "What the sources say"
 
@@ -156,6 +176,30 @@ def _introduced(text: str, units: list[_Unit]) -> list[_Unit]:
     return out
 
 
+def _continued(text: str, units: list[_Unit]) -> list[_Unit]:
+    """`units` of one passage (in order), where a sentence that points back in its first words ("When using
+    tools in this way:", "It is ...", "これは ...") goes with the sentence right before it in its paragraph:
+    it matches the question as well as that one, less a little (POINTS_BACK_SHARE), being about what that
+    one is about in words the question need not share (the list of what to do, the number, the name); and
+    when it matches better itself, it is quoted with that one, as alone it does not say what "this" is
+    ("メンテナスクリプトは冪等でなければなりません。これは、...")."""
+    out: list[_Unit] = []
+    for i, unit in enumerate(units):
+        before = out[i - 1] if i else None
+        start, score = unit.start, unit.score
+        if (
+            before is not None
+            and before.end <= unit.start
+            and "\n\n" not in text[before.end : unit.start]
+            and _POINTS_BACK_RE.match(text, unit.start)
+        ):
+            if unit.score > before.score and unit.end - before.start <= MAX_QUOTE_CHARS:
+                start = before.start
+            score = max(score, POINTS_BACK_SHARE * before.score)
+        out.append(_Unit(unit.n, start, unit.end, score))
+    return out
+
+
 def _names_something(question: Terms, text: str) -> bool:
     """`text` holds a number or an identifier (a path, an address, a `snake_case` name) the question does
     not: what a key fact usually is. Between two sentences that match the question equally, the one that
@@ -164,34 +208,88 @@ def _names_something(question: Terms, text: str) -> bool:
     return bool(terms.numbers - question.numbers or terms.identifiers - question.identifiers)
 
 
+def _windows(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """A line too long to quote, as overlapping runs of its pieces of at most WINDOW_CHARS: a page saved
+    from HTML glues a table's cells and a list's items into one line ("OpusSonnetHaikuDescriptionStrong
+    performance ... coding.Balances intelligence and speed ..."), which holds the answer but cannot be read
+    at a glance. The pieces end at sentence ends and where one cell runs into the next (a lower-case
+    letter or full stop straight before a capitalised word); each run is an exact slice of the line."""
+    cuts = sorted({start, end} | {m.start() for m in _GLUE_RE.finditer(text, start, end)})
+    out: list[tuple[int, int]] = []
+    for i, a in enumerate(cuts[:-1]):
+        b = a
+        for c in cuts[i + 1 :]:
+            if c - a > WINDOW_CHARS:
+                break
+            b = c
+        a2, b2 = _trimmed(text, a, b)
+        if b2 > a2 and (not out or b2 > out[-1][1]):
+            out.append((a2, b2))
+    return out
+
+
 def _units(question: Terms, hits: Sequence[Hit], scored: list[list[ScoredSentence]]) -> list[_Unit]:
-    """Every scored sentence of every passage; one too long to read at a glance, line by line; one that
-    introduces a list, table or code, with it (`_introduced`)."""
+    """Every scored sentence of every passage; one too long to read at a glance, line by line, and a line
+    too long, in windows (`_windows`); one that points back, with the sentence before it (`_continued`); one
+    that introduces a list, table or code, with it (`_introduced`)."""
     weights = question.weighted()
     out: list[_Unit] = []
     for n, (hit, sentences) in enumerate(zip(hits, scored, strict=True), start=1):
         units: list[_Unit] = []
-        heading: float | None = None
+        heading = coverage(question, extract_terms(hit.heading, keep_parts=True), weights) * bool(hit.heading)
         for s in sentences:
             start, end = _trimmed(hit.text, s.span.start, s.span.end)
-            if end - start <= MAX_QUOTE_CHARS or "\n" not in hit.text[start:end]:
+            if end - start <= MAX_QUOTE_CHARS:
                 units.append(_Unit(n, start, end, s.score))
                 continue
-            if heading is None:
-                heading = coverage(question, extract_terms(hit.heading, keep_parts=True), weights) * bool(
-                    hit.heading
-                )
             at = start
             for line in hit.text[start:end].split("\n"):
                 a, b = _trimmed(hit.text, at, at + len(line))
                 at += len(line) + 1
-                if b > a:
-                    own = coverage(question, extract_terms(hit.text[a:b], keep_parts=True), weights)
-                    units.append(_Unit(n, a, b, sentence_score(own, heading, n)))
-        for unit in _introduced(hit.text, units):
+                for wa, wb in (
+                    _windows(hit.text, a, b) if b - a > MAX_QUOTE_CHARS else [(a, b)] if b > a else []
+                ):
+                    own = coverage(question, extract_terms(hit.text[wa:wb], keep_parts=True), weights)
+                    units.append(_Unit(n, wa, wb, sentence_score(own, heading, n)))
+        for unit in _introduced(hit.text, _continued(hit.text, units)):
             names = _names_something(question, hit.text[unit.start : unit.end])
             out.append(_Unit(unit.n, unit.start, unit.end, unit.score, names))
     return out
+
+
+def _beyond(terms: Terms, question: Terms) -> Terms:
+    """`terms` less the question's own: what a sentence says besides restating what was asked."""
+    return Terms(
+        terms.numbers - question.numbers,
+        terms.identifiers - question.identifiers,
+        frozenset(w for w in terms.words - question.words if not _in_question(w, question)),
+    )
+
+
+def _in_question(word: str, question: Terms) -> bool:
+    return has_cjk(word) and any(len(q) > 1 and q in word for q in question.words)
+
+
+def _adds(terms: Terms, question: Terms, seen: Terms) -> bool:
+    """A sentence adds to what the reader has seen when at least MIN_NEW_SHARE of what it says besides
+    the question's terms is new to them. Measured over all its terms, a sentence that matches the
+    question closely (most of its terms are the question's) would count as seen for naming one new thing,
+    and that one thing is the answer ("... now available in Canada")."""
+    own = _beyond(terms, question)
+    return bool(own) and 1.0 - coverage(own, seen) >= MIN_NEW_SHARE
+
+
+def unheld_names(question: str, hits: Sequence[Hit]) -> list[str]:
+    """The names the question writes (`top_k`, `file_id`, `Rules-Requires-Root`, `v1.2`: with `_ . / @ :`,
+    a digit, or capitals between hyphens; not a hyphenated word like "pre-filling") that no passage holds."""
+    texts = [f"{hit.heading}\n{hit.text}".casefold() for hit in hits]
+    names = dict.fromkeys(m.group(0).rstrip(".:/") for m in _NAME_RE.finditer(question))
+    return [
+        name
+        for name in names
+        if (_NAME_MARK_RE.search(name) or (name != name.lower() and "-" in name))
+        and not any(name.casefold() in text for text in texts)
+    ]
 
 
 def choose_quotes(
@@ -212,16 +310,22 @@ def choose_quotes(
     budget = budget_chars if budget_chars is not None else (ALONE_CHARS if alone else QUOTE_CHARS)
     most = MAX_QUOTES_ALONE if alone else MAX_QUOTES
     least = MIN_QUOTE_SCORE_REFUSED if model_refused else MIN_QUOTE_SCORE
+    if alone and unheld_names(question, hits):
+        return []
     asked = question_terms(question)
     per_hit = scored if scored is not None else score_sentences(question, hits)
-    units = sorted(_units(asked, hits, per_hit), key=lambda u: (-u.score, not u.names, u.n, u.start))
+    units = sorted(
+        (u for u in _units(asked, hits, per_hit) if u.score >= least),
+        key=lambda u: (-u.score, not u.names, u.n, u.start),
+    )
     # What the reader has seen: the question and the synthesis (its words, not its citation markers).
     seen = union([asked, extract_terms(strip_markers(synthesis), keep_parts=True)])
     keys: set[str] = set()
+    spans: list[tuple[int, int, int]] = []
     used = 0
     out: list[Quote] = []
     for unit in units:
-        if unit.score < least or len(out) >= most:
+        if len(out) >= most:
             break
         hit = hits[unit.n - 1]
         start, end = unit.start, unit.end
@@ -231,12 +335,15 @@ def choose_quotes(
         key = "".join(ch for ch in text.casefold() if ch.isalnum())
         if not key or key in keys or used + len(text) > budget or len(text) > MAX_QUOTE_CHARS:
             continue
+        if any(n == unit.n and start < b and a < end for n, a, b in spans):  # part of a quote chosen
+            continue
         if not text or _is_markup(text) or (model_refused and _reads_as_menu(text)):
             continue
         terms = extract_terms(text, keep_parts=True)
-        if not terms or 1.0 - coverage(terms, seen) < MIN_NEW_SHARE:
+        if not _adds(terms, asked, seen):
             continue
         keys.add(key)
+        spans.append((unit.n, start, end))
         seen = union([seen, terms])
         used += len(text)
         out.append(
