@@ -6,10 +6,14 @@ with `-X importtime` says whether the SDK was imported, so a test knows which pa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -264,3 +268,35 @@ def test_only_arguments_the_sdk_takes_unchanged_are_plain() -> None:
     ]
     assert all(plain_arguments(a, schema) for a in plain)
     assert not any(plain_arguments(a, schema) for a in odd)
+
+
+@pytest.mark.slow
+def test_sigterm_while_the_early_loop_answers_calls_ends_the_process_cleanly(index: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "citedocs", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=process_env(index),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    calls = [call(10 + n, "search", {"query": f"rotate the logs {n}"}) for n in range(2000)]
+    lines = b"".join(json.dumps(m).encode() + b"\n" for m in [initialize(), INITIALIZED, *calls])
+    threading.Thread(target=_write_quietly, args=(proc.stdin, lines), daemon=True).start()
+    assert json.loads(proc.stdout.readline())["id"] == 1
+    assert json.loads(proc.stdout.readline())["id"] == 10
+    drained = threading.Thread(target=proc.stdout.read, daemon=True)  # keep it busy answering, not writing
+    drained.start()
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)  # calls are being answered: it lands in one (or between two) of them
+    assert proc.wait(timeout=60) == 0
+    drained.join(timeout=60)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    assert b"Traceback" not in err and b"failed" not in err, err.decode()[-2000:]
+
+
+def _write_quietly(pipe: Any, data: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError):
+        pipe.write(data)
+        pipe.flush()
