@@ -185,6 +185,8 @@ ODD_CALLS = [
     call(15, "search", {}),
     call(16, "search", {"query": "rotate"}, task={"ttl": 1}),
     call(17, "docs_home", {}),
+    call(19, "search", {"query": "rotate \ud800"}),  # a lone surrogate: the SDK refuses the line itself
+    call(20, "search", {"query": "rotate", "top_k": float("nan")}),  # NaN is not JSON to the SDK's parser
     call(18, "search", {"query": "rotate the logs", "top_k": 3}),
 ]
 
@@ -198,7 +200,7 @@ def test_calls_the_early_loop_cannot_vouch_for_go_to_the_sdk(index: Path) -> Non
         expected = oracle(index, messages)
         assert replies.keys() == expected.keys(), odd
         for request_id in (9, odd["id"], 18):
-            assert replies[request_id] == expected[request_id], odd
+            assert replies.get(request_id) == expected.get(request_id), odd
 
 
 @pytest.mark.slow
