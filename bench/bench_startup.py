@@ -8,7 +8,8 @@ answer to `tools/list` (what a client waits for before it can show the tools) an
 tool call sent after it (a `search`, as an agent's first call is). `--before-src` points at the `src` folder of another checkout (e.g. the commit before
 a change: `git worktree add /tmp/before COMMIT`) whose code is timed the same way in the same run, for a
 side-by-side. Medians of wall-clock seconds, and of the CPU seconds the child process used (user + system,
-from `wait4`): on a shared machine CPU time is the steadier figure.
+from `wait4`; for `citedocs mcp` also what it had used when the search answer arrived, from /proc): on a shared
+machine CPU time is the steadier figure.
 """
 
 from __future__ import annotations
@@ -61,10 +62,20 @@ def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
     return time.perf_counter() - started, _children_cpu() - cpu
 
 
-def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float, float]:
+def _process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) process `pid` has used so far; NaN where /proc cannot tell."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float, float, float]:
     """Spawn `citedocs mcp`, send initialize + initialized + tools/list; once tools/list is answered, call the
-    `search` tool, as an agent does. Seconds from spawn to each of the two replies, and the CPU seconds the
-    process used in all (it exits when its input closes)."""
+    `search` tool, as an agent does. Seconds from spawn to each of the two replies, the CPU seconds the process
+    had used when the search answer arrived (what the wait costs, free of the load's noise), and the CPU
+    seconds it used in all (it exits when its input closes, after what the search started, a model load)."""
     messages = [
         {
             "jsonrpc": "2.0",
@@ -98,7 +109,7 @@ def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float, float]:
     for message in messages:
         proc.stdin.write(json.dumps(message) + "\n")
     proc.stdin.flush()
-    listed = called = 0.0
+    listed = called = answer_cpu = 0.0
     try:
         for line in proc.stdout:
             reply = json.loads(line)
@@ -108,6 +119,7 @@ def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float, float]:
                 proc.stdin.flush()
             elif reply.get("id") == 3:
                 called = time.perf_counter() - started
+                answer_cpu = _process_cpu(proc.pid)
                 if "error" in reply or reply["result"].get("isError"):
                     raise RuntimeError(f"the search tool failed: {line[:300]}")
                 break
@@ -116,7 +128,7 @@ def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float, float]:
     finally:
         proc.stdin.close()
         proc.wait(30)
-    return listed, called, _children_cpu() - cpu
+    return listed, called, answer_cpu, _children_cpu() - cpu
 
 
 def start_server(db: Path, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -166,9 +178,10 @@ def main() -> None:
                 results.setdefault(f"{name}: search, no server (CPU)", []).append(cpu)
                 wall, cpu = timed(_cli("search", QUERY, "--mode", "keyword", "--db", db), env)
                 results.setdefault(f"{name}: search --mode keyword, no server", []).append(wall)
-                listed, called, cpu = mcp_tools_list(dbs[name], env)
+                listed, called, answer_cpu, cpu = mcp_tools_list(dbs[name], env)
                 results.setdefault(f"{name}: mcp spawn -> tools/list", []).append(listed)
                 results.setdefault(f"{name}: mcp spawn -> first search answered", []).append(called)
+                results.setdefault(f"{name}: mcp CPU to first search answered", []).append(answer_cpu)
                 results.setdefault(f"{name}: mcp process (CPU)", []).append(cpu)
         for name, src in list(versions.items())[:1]:  # code before the fast path never talks to a server
             env, db = _env(src, home), str(dbs[name])

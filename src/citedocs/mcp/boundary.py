@@ -8,7 +8,6 @@ invalid params (-32602), as the MCP spec asks, where the SDK answered with error
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -19,45 +18,27 @@ from mcp.types import INVALID_PARAMS
 from pydantic import ValidationError
 
 from citedocs import access
-from citedocs.errors import CitedocsError
-from citedocs.mcp.handshake import MUTATING_TOOLS
-from citedocs.mcp.shapes import tool_message
-from citedocs.text.invalid import refuse_invalid_text
+from citedocs.mcp.calls import ToolRefusal, authorize, checked, tool_scope
 
 __all__ = ["CitedocsMCPServer", "model_fixable"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-FREE_TEXT = frozenset({"query", "question"})  # arguments where a newline or tab is ordinary text
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def model_fixable(fn: Callable[P, R]) -> Callable[P, R]:
     """Library errors become tool errors (isError results the model reads), never protocol errors; paths,
-    names and URLs with control characters are refused before they reach the library."""
+    names and URLs with control characters are refused before they reach the library (`calls.checked`)."""
+    inner = checked(fn)
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        for name, value in kwargs.items():
-            if name not in FREE_TEXT:
-                _refuse_control(name, value)
         try:
-            refuse_invalid_text(dict(kwargs))  # the same rule as the HTTP API's (text/invalid.py)
-            return fn(*args, **kwargs)
-        except CitedocsError as exc:
-            raise ToolError(tool_message(exc)) from exc
+            return inner(*args, **kwargs)
+        except ToolRefusal as exc:
+            raise ToolError(str(exc)) from (exc.__cause__ or exc)
 
     return wrapper
-
-
-def _refuse_control(name: str, value: object) -> None:
-    for text in value if isinstance(value, list) else [value]:
-        if isinstance(text, str) and (found := CONTROL.search(text)):
-            raise ToolError(
-                f"{name} contains a control character ({found.group()!r} at position "
-                f"{found.start()}). Pass it as plain text, exactly as list_folders, search or "
-                "docs_home show it."
-            )
 
 
 def argument_problem(exc: ValidationError) -> str:
@@ -101,10 +82,6 @@ def _caller_of(request: Any) -> tuple[access.Principal, Any]:
     )
 
 
-def tool_scope(name: str) -> access.Scope:
-    return "ask" if name == "ask" else "admin" if name in MUTATING_TOOLS else "search"
-
-
 class CitedocsMCPServer(MCPServer):
     # stops what answering started (a model server), on the loop it ran on; set by `build_server`
     answers_close: Callable[[], Awaitable[None]] | None = None
@@ -114,11 +91,9 @@ class CitedocsMCPServer(MCPServer):
         token's scope is checked per tool, and the call runs as that token (its sources only)."""
         principal, quota = _caller(context)
         try:
-            access.require(tool_scope(name), principal)
-            if name == "ask" and quota is not None:
-                quota.take(principal)
-        except CitedocsError as exc:
-            raise ToolError(tool_message(exc)) from exc
+            authorize(name, principal, quota)
+        except ToolRefusal as exc:
+            raise ToolError(str(exc)) from exc.__cause__
         try:
             with access.acting_as(principal):
                 return await super().call_tool(name, arguments, context)

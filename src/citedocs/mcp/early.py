@@ -1,12 +1,14 @@
-"""`citedocs mcp` on stdio: the handshake is answered while the SDK is still importing.
+"""`citedocs mcp` on stdio: the handshake and the first read-only calls are answered before the SDK is imported.
 
-A client spawns the server and waits for `initialize` and `tools/list` before it does anything else. Importing
-the `mcp` SDK and building the server took 1.2-1.7 s of the 1.7 s a client waited (bench/bench_startup.py);
-here the library opens the index and writes the instructions (~0.5 s), and `handshake.py` answers from the
-SDK's recorded replies while a thread imports the SDK and builds the real server. The first message the early
-loop does not answer (a tool call, anything unusual) waits for that server, which then takes over the session:
-it reads the client's `initialize` (re-sent with its own id, its reply dropped) and `notifications/initialized`
-first, so it holds the same negotiated state as if it had answered them itself.
+A client spawns the server, waits for `initialize` and `tools/list`, and an agent's first call is a `search`.
+Importing the `mcp` SDK and building the server took ~0.8 s of CPU (bench/bench_startup.py); here the library
+opens the index and writes the instructions, `handshake.py` answers the handshake from the SDK's recorded
+replies and `early_calls.py` answers `search`, `read_file`, `list_folders` and `index_status` as the SDK
+server would. The first message the early loop does not answer (another tool, anything unusual) imports the
+SDK and builds the real server, which then takes over the session: it reads the client's `initialize`
+(re-sent with its own id, its reply dropped) and `notifications/initialized` first, so it holds the same
+negotiated state as if it had answered them itself. No request is pending at that point: the early loop
+answers each one before it reads the next.
 
 The wire is claimed at once, as the SDK's own transport does: the protocol runs on private duplicates of
 fds 0 and 1, fd 0 reads the null device and fd 1 goes to stderr, so nothing a handler or a child process
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from citedocs import __version__
 from citedocs.mcp.budget import result_budget
+from citedocs.mcp.early_calls import EarlyCalls
 from citedocs.mcp.handshake import (
     REPLAYED,
     answers_enabled,
@@ -48,9 +51,11 @@ __all__ = ["EarlyHandshake", "claim_wire", "run_stdio", "start_background"]
 log = logging.getLogger(__name__)
 
 Wire = tuple[BinaryIO, BinaryIO]
+Send = Callable[[dict[str, Any] | bytes], None]
+BACKGROUND_AFTER_S = 1.0  # the model load and the watchers wait this long for the first calls (as before)
 
 
-class _Stop(Exception):
+class _Stop(BaseException):  # not an Exception: an early tool call's crash handling must not swallow it
     """SIGTERM before the SDK took over: end like end of input."""
 
 
@@ -86,8 +91,7 @@ def claim_wire() -> Wire | None:
 
 
 class _ServerLoader(threading.Thread):
-    """Imports the SDK and builds the server (and starts the model load and the watchers) off the main
-    thread, which meanwhile answers the handshake."""
+    """Imports the SDK and builds the server off the main thread, which waits for it (and for SIGTERM)."""
 
     def __init__(self, app: Citedocs, read_only: bool, instructions: str) -> None:
         super().__init__(name="citedocs-mcp-loader", daemon=True)
@@ -101,7 +105,6 @@ class _ServerLoader(threading.Thread):
             from citedocs.mcp.tools import build_server
 
             self.server = build_server(self.app, read_only=self.read_only, instructions=self.instructions)
-            start_background(self.app)
         except BaseException as exc:  # re-raised on the main thread when the server is needed
             self.failure = exc
         finally:
@@ -117,16 +120,21 @@ class _ServerLoader(threading.Thread):
 
 class EarlyHandshake:
     """Answers `initialize`, `notifications/initialized`, `tools/list` and `ping` from the recording, and
-    keeps what the SDK must replay; anything else is not its to answer (`reply` returns False)."""
+    the read-only calls `calls` can (`early_calls.py`); keeps what the SDK must replay; anything else is not
+    its to answer (`reply` returns False)."""
 
-    def __init__(self, instructions: str, *, read_only: bool, answers: bool) -> None:
+    def __init__(
+        self, instructions: str, *, read_only: bool, answers: bool, calls: EarlyCalls | None = None
+    ) -> None:
         self.instructions = instructions
         self.read_only, self.answers = read_only, answers
+        self.calls = calls
         self.protocols = recorded_versions()
         self.protocol: str | None = None  # set once `initialize` was answered here
         self.replay: list[bytes] = []
+        self.answered: set[Any] = set()  # ids of the tool calls answered here
 
-    def reply(self, line: bytes, send: Callable[[dict[str, Any]], None]) -> bool:
+    def reply(self, line: bytes, send: Send) -> bool:
         """Answer `line` through `send` if it is a handshake message this can answer exactly as the SDK would."""
         message = _request(line)
         if message is None:
@@ -155,14 +163,36 @@ class EarlyHandshake:
                 return False
             send({"jsonrpc": "2.0", "id": request_id, "result": tools})
             return True
-        return False
+        if len(self.replay) < 2:
+            return False  # a call before `notifications/initialized`: the SDK says what is wrong
+        if method == "tools/call" and request_id is not None and self.calls is not None:
+            answer = self.calls.reply(message, self.protocol)
+            if answer is None:
+                return False
+            send(answer)
+            self.answered.add(request_id)
+            return True
+        return method == "notifications/cancelled" and request_id is None and _cancels(params, self.answered)
+
+
+def _cancels(params: Any, answered: set[Any]) -> bool:
+    """A cancellation of a call already answered here: the SDK ignores it too (nothing is in flight)."""
+    return (
+        isinstance(params, dict)
+        and set(params) <= {"requestId", "reason"}
+        and params.get("requestId") in answered
+    )
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # NaN, Infinity: the SDK's parser refuses them
 
 
 def _request(line: bytes) -> dict[str, Any] | None:
     """A single JSON-RPC request or notification object, or None (batches, garbage: the SDK's to answer)."""
     try:
-        message = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+        message = json.loads(line, parse_constant=_refuse_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None
@@ -191,24 +221,39 @@ def _no_cursor(params: Any) -> bool:
     return params is None or (isinstance(params, dict) and set(params) <= {"_meta"})
 
 
-def _send_to(out: BinaryIO) -> Callable[[dict[str, Any]], None]:
-    def send(message: dict[str, Any]) -> None:
-        out.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
+def _send_to(out: BinaryIO) -> Send:
+    def send(message: dict[str, Any] | bytes) -> None:
+        if isinstance(message, dict):
+            message = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
+        out.write(message)
         out.flush()
 
     return send
 
 
-def _answer_until_needed(wire: Wire, early: EarlyHandshake, loader: _ServerLoader) -> list[bytes] | None:
-    """Answer what the recording can until a message needs the server (returned with the replay first), or
-    end of input (None)."""
+def _answer_until_needed(wire: Wire, early: EarlyHandshake) -> list[bytes] | None:
+    """Answer what the early loop can until a message needs the server (returned with the replay first),
+    or end of input (None)."""
     send = _send_to(wire[1])
     while True:
         line = wire[0].readline()
         if not line:
             return None
-        if loader.ready.is_set() or not early.reply(line, send):
+        if not early.reply(line, send):
             return [*early.replay, line]
+
+
+class _Once:
+    """`start_background(app)` once, from a timer or from the hand-over, whichever comes first."""
+
+    def __init__(self, app: Citedocs) -> None:
+        self.app, self.lock, self.done = app, threading.Lock(), False
+
+    def __call__(self) -> None:
+        with self.lock:
+            if not self.done:
+                self.done = True
+                start_background(self.app)
 
 
 def start_background(app: Citedocs) -> None:
@@ -224,35 +269,41 @@ def start_background(app: Citedocs) -> None:
 def run_stdio(settings: Settings, read_only: bool = False) -> None:
     """Serve MCP on stdin/stdout until the client closes stdin (every pending request answered first), or
     SIGTERM (`citedocs mcp`). Logs go to stderr."""
-    import anyio
-
     from citedocs.service import Citedocs
 
     app = Citedocs(settings)
     loader: _ServerLoader | None = None
     previous = signal.getsignal(signal.SIGTERM)
+    background = _Once(app)
+    timer = threading.Timer(BACKGROUND_AFTER_S, background)
+    timer.daemon = True
     try:
         answers = answers_enabled(app)
-        instructions = instructions_for(
-            app, read_only=read_only, max_chars=result_budget(app.settings), answers=answers
-        )
-        early = EarlyHandshake(instructions, read_only=read_only, answers=answers)
+        budget = result_budget(app.settings)
+        instructions = instructions_for(app, read_only=read_only, max_chars=budget, answers=answers)
+        calls = EarlyCalls(app, budget)
+        early = EarlyHandshake(instructions, read_only=read_only, answers=answers, calls=calls)
         wire = claim_wire()
-        loader = _ServerLoader(app, read_only, instructions)
         signal.signal(signal.SIGTERM, _raise_stop)
-        loader.start()
+        timer.start()
         try:
-            lines = _answer_until_needed(wire, early, loader) if wire is not None else []
+            lines = _answer_until_needed(wire, early) if wire is not None else []
             if lines is None:
                 return  # end of input: every message read has been answered
+            background()
+            loader = _ServerLoader(app, read_only, instructions)  # the SDK, now that a message needs it
+            loader.start()
             server = loader.result()
         except (_Stop, KeyboardInterrupt):
             return
         signal.signal(signal.SIGTERM, previous)
+        import anyio
+
         from citedocs.mcp.stdio import serve_stdio
 
         anyio.run(serve_stdio, server, wire, lines)
     finally:
+        timer.cancel()
         signal.signal(signal.SIGTERM, previous)
         if loader is not None and loader.is_alive():
             loader.join()

@@ -32,6 +32,7 @@ __all__ = [
     "initialize_result",
     "instructions_for",
     "load_recording",
+    "recorded_tool_schema",
     "recorded_versions",
     "tool_sources_digest",
     "tools_list_result",
@@ -47,7 +48,7 @@ REPLAYED = "citedocs:replayed-initialize"
 # The recording holds only for these installed versions (mcp pins mcp-types)...
 RECORDED_PACKAGES = ("mcp", "pydantic")
 # ...and for this code: the tools' signatures, docstrings and output shapes are the tools/list.
-TOOL_SOURCES = ("tools.py", "shapes.py", "boundary.py")
+TOOL_SOURCES = ("tools.py", "folder_tools.py", "shapes.py", "boundary.py", "calls.py")
 INSTRUCTIONS_SLOT = "{instructions}"
 VERSION_SLOT = "{version}"
 
@@ -119,6 +120,16 @@ def tools_list_result(protocol: str, *, read_only: bool, answers: bool) -> dict[
     hidden = (MUTATING_TOOLS if read_only else frozenset()) | (frozenset() if answers else {ANSWER_TOOL})
     result["tools"] = [tool for tool in result["tools"] if tool.get("name") not in hidden]
     return dict(result)
+
+
+def recorded_tool_schema(protocol: str, name: str) -> dict[str, Any] | None:
+    """The input schema the SDK published for tool `name` (None when not recorded): what its arguments are
+    validated against."""
+    tools = tools_list_result(protocol, read_only=False, answers=True)
+    for tool in tools["tools"] if tools else ():
+        if tool.get("name") == name and isinstance(tool.get("inputSchema"), dict):
+            return dict(tool["inputSchema"])
+    return None
 
 
 def answers_enabled(app: Citedocs) -> bool:

@@ -35,7 +35,7 @@ from citedocs.mcp.tools import build_server
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 
-__all__ = ["handshake_messages", "record", "sdk_replies", "settings_for_variant"]
+__all__ = ["handshake_messages", "record", "sdk_replies", "sdk_wire", "settings_for_variant"]
 
 
 def handshake_messages(protocol: str) -> list[dict[str, Any]]:
@@ -64,12 +64,24 @@ def sdk_replies(
     instructions: str | None = None,
 ) -> list[dict[str, Any]]:
     """What the SDK server writes when `messages` (objects, or raw lines) arrive on a wire that then ends."""
+    wire = sdk_wire(app, messages, read_only=read_only, instructions=instructions)
+    return [json.loads(line) for line in wire.splitlines() if line.strip()]
+
+
+def sdk_wire(
+    app: Citedocs,
+    messages: Sequence[dict[str, Any] | bytes],
+    *,
+    read_only: bool = False,
+    instructions: str | None = None,
+) -> bytes:
+    """The bytes the SDK server writes for `messages`, as `sdk_replies` reads them."""
     server = build_server(app, read_only=read_only, instructions=instructions)
     lines = [m if isinstance(m, bytes) else json.dumps(m).encode() for m in messages]
     wire_in = io.BytesIO(b"".join(line.rstrip(b"\n") + b"\n" for line in lines))
     wire_out = io.BytesIO()
     anyio.run(serve_stdio, server, (wire_in, wire_out))
-    return [json.loads(line) for line in wire_out.getvalue().splitlines() if line.strip()]
+    return wire_out.getvalue()
 
 
 def settings_for_variant(folder: Path, *, answers: bool) -> Settings:
