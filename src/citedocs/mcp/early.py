@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 
 Wire = tuple[BinaryIO, BinaryIO]
 Send = Callable[[dict[str, Any] | bytes], None]
-BACKGROUND_AFTER_S = 1.0  # the model load and the watchers wait this long for the first calls (as before)
+BACKGROUND_AFTER_S = 1.0  # the model load, the watchers and the SDK import wait this long for the first calls
 
 
 class _Stop(BaseException):  # not an Exception: an early tool call's crash handling must not swallow it
@@ -243,17 +243,24 @@ def _answer_until_needed(wire: Wire, early: EarlyHandshake) -> list[bytes] | Non
             return [*early.replay, line]
 
 
-class _Once:
-    """`start_background(app)` once, from a timer or from the hand-over, whichever comes first."""
+class _Later:
+    """What waits for the first calls: the background work (`start_background`) and the SDK's import, begun
+    once, by a timer BACKGROUND_AFTER_S after start-up or at the hand-over, whichever comes first. A client
+    that idles after the handshake (an agent's first tool call comes seconds later) finds the SDK imported; one
+    that calls at once is not slowed by the import (~0.8 s CPU) before its early answers."""
 
-    def __init__(self, app: Citedocs) -> None:
-        self.app, self.lock, self.done = app, threading.Lock(), False
+    def __init__(self, app: Citedocs, read_only: bool, instructions: str) -> None:
+        self.app, self.read_only, self.instructions = app, read_only, instructions
+        self.lock = threading.Lock()
+        self.loader: _ServerLoader | None = None
 
-    def __call__(self) -> None:
+    def __call__(self) -> _ServerLoader:
         with self.lock:
-            if not self.done:
-                self.done = True
+            if self.loader is None:
                 start_background(self.app)
+                self.loader = _ServerLoader(self.app, self.read_only, self.instructions)
+                self.loader.start()
+            return self.loader
 
 
 def start_background(app: Citedocs) -> None:
@@ -272,15 +279,16 @@ def run_stdio(settings: Settings, read_only: bool = False) -> None:
     from citedocs.service import Citedocs
 
     app = Citedocs(settings)
-    loader: _ServerLoader | None = None
     previous = signal.getsignal(signal.SIGTERM)
-    background = _Once(app)
-    timer = threading.Timer(BACKGROUND_AFTER_S, background)
-    timer.daemon = True
+    later: _Later | None = None
+    timer: threading.Timer | None = None
     try:
         answers = answers_enabled(app)
         budget = result_budget(app.settings)
         instructions = instructions_for(app, read_only=read_only, max_chars=budget, answers=answers)
+        later = _Later(app, read_only, instructions)
+        timer = threading.Timer(BACKGROUND_AFTER_S, later)
+        timer.daemon = True
         calls = EarlyCalls(app, budget)
         early = EarlyHandshake(instructions, read_only=read_only, answers=answers, calls=calls)
         wire = claim_wire()
@@ -290,10 +298,7 @@ def run_stdio(settings: Settings, read_only: bool = False) -> None:
             lines = _answer_until_needed(wire, early) if wire is not None else []
             if lines is None:
                 return  # end of input: every message read has been answered
-            background()
-            loader = _ServerLoader(app, read_only, instructions)  # the SDK, now that a message needs it
-            loader.start()
-            server = loader.result()
+            server = later().result()  # the SDK, now that a message needs it
         except (_Stop, KeyboardInterrupt):
             return
         signal.signal(signal.SIGTERM, previous)
@@ -303,8 +308,10 @@ def run_stdio(settings: Settings, read_only: bool = False) -> None:
 
         anyio.run(serve_stdio, server, wire, lines)
     finally:
-        timer.cancel()
+        if timer is not None:
+            timer.cancel()
         signal.signal(signal.SIGTERM, previous)
+        loader = later.loader if later is not None else None
         if loader is not None and loader.is_alive():
             loader.join()
         app.close()  # waits for a model load or background job still running (see Citedocs.close)
