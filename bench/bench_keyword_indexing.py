@@ -1,21 +1,26 @@
 """Keyword-only indexing of SciFact: citedocs' production pipeline against bm25s at its best, interleaved.
 
     nice -n 5 .venv/bin/python bench/bench_keyword_indexing.py [--runs 5] [--folder ../shared/data/scifact]
+        [--baseline-src /tmp/main-src]   # also runs the citedocs package there, interleaved ("baseline")
 
 - citedocs: `citedocs.eval.beir.index_beir` with the embedder off (`CITEDOCS_EMBEDDER=none`), the path
   `citedocs bench beir` and `citedocs add` take: each document chunked, analysed and written to a SQLite file
-  (chunks, FTS5, change log) in its own transaction, as the folder indexer writes a file.
+  (chunks, FTS5, change log), 500 documents a transaction (`citedocs add` commits once per file).
 - bm25s: `bm25s.tokenize` (English stopwords, the same Snowball stemmer through PyStemmer) and `BM25.index`,
   in memory, in the calling thread: its fastest way to a searchable index.
 - Each run is a fresh process (no analysis cache warm from an earlier run), the two alternating; the figure
   is the CPU time (time.process_time) of the indexing alone, not the imports or reading the corpus, so a
-  shared machine inflates it less than wall time; wall time is printed too. Medians of the runs.
+  shared machine inflates it less than wall time; wall time is printed too. Medians of the runs, and the
+  load average before and after them.
+- `--baseline-src DIR`: the same citedocs run with the package in DIR first on the path (e.g. an older commit's
+  `src`, from `git archive COMMIT src | tar -x -C /tmp/main`), a third contender in every round.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -66,6 +71,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--folder", default=str(SHARED_DATA / "scifact"))
+    parser.add_argument("--baseline-src", type=Path, help="a citedocs package folder to run as 'baseline'")
     parser.add_argument("--one", choices=["citedocs", "bm25s"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     folder = Path(args.folder)
@@ -73,14 +79,30 @@ def main() -> None:
         print(json.dumps((citedocs_run if args.one == "citedocs" else bm25s_run)(folder)))
         return
     print_header(f"Keyword-only indexing of {folder.name}: citedocs vs bm25s, {args.runs} interleaved runs")
+    print("load average before:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     runs: dict[str, list[dict[str, float]]] = {"citedocs": [], "bm25s": []}
+    if args.baseline_src:
+        runs["baseline"] = []
     for n in range(args.runs):
         for name in runs:
+            env = dict(os.environ)
+            if name == "baseline":
+                env["PYTHONPATH"] = os.pathsep.join(
+                    [str(args.baseline_src.resolve()), env.get("PYTHONPATH", "")]
+                )
             out = subprocess.run(
-                [sys.executable, __file__, "--one", name, "--folder", str(folder)],
+                [
+                    sys.executable,
+                    __file__,
+                    "--one",
+                    name.replace("baseline", "citedocs"),
+                    "--folder",
+                    str(folder),
+                ],
                 capture_output=True,
                 text=True,
                 check=True,
+                env=env,
             ).stdout
             runs[name].append(json.loads(out.strip().splitlines()[-1]))
             print(f"run {n + 1} {name}", json.dumps({k: round(v, 3) for k, v in runs[name][-1].items()}))
@@ -91,7 +113,11 @@ def main() -> None:
         summary[f"{name}_docs_per_cpu_s"] = round(results[0]["docs"] / summary[f"{name}_cpu_s"])
     summary["cpu_ratio"] = round(summary["citedocs_cpu_s"] / summary["bm25s_cpu_s"], 2)
     summary["wall_ratio"] = round(summary["citedocs_wall_s"] / summary["bm25s_wall_s"], 2)
+    if "baseline" in runs:
+        summary["baseline_cpu_ratio"] = round(summary["baseline_cpu_s"] / summary["bm25s_cpu_s"], 2)
+        summary["citedocs_vs_baseline_cpu"] = round(summary["citedocs_cpu_s"] / summary["baseline_cpu_s"], 2)
     print("median", json.dumps(summary))
+    print("load average after:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
 if __name__ == "__main__":

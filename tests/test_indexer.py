@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from citedocs.index.folders import FolderIndexer
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 
@@ -181,3 +182,27 @@ def test_identifier_query_prefers_the_whole_identifier(tmp_path: Path) -> None:
     assert [h.path.rsplit("/", 1)[-1] for h in hits] == ["a.md"]
     prose = app.search("max tokens").hits
     assert {h.path.rsplit("/", 1)[-1] for h in prose} == {"a.md", "b.md"}
+
+
+def test_a_cancelled_index_keeps_every_file_it_read(tmp_path: Path) -> None:
+    """Files are committed in batches: stopping commits the batch, so what was read is kept and searchable."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(30):
+        (root / f"f{i:02}.md").write_text(f"# F{i}\n\nnote{i} about batches\n", encoding="utf-8")
+    app = _app(tmp_path)
+    source = app.add_folder(root)
+    asked = 0
+
+    def stop() -> bool:
+        nonlocal asked
+        asked += 1
+        return asked > 5
+
+    state = FolderIndexer(app.store, app.settings).index(source, should_stop=stop)
+    assert state.cancelled and state.done == state.indexed == 5
+    assert app.store.counts(source.id)["indexed"] == 5
+    assert app.status()["jobs"][0]["state"] == "interrupted"
+    assert [h.path.rsplit("/", 1)[-1] for h in app.search("note4", k=3).hits] == ["f04.md"]
+    [report] = app.index()
+    assert (report.indexed, report.unchanged) == (25, 5)

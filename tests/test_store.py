@@ -78,6 +78,39 @@ def test_replace_document_swaps_chunks_and_keyword_rows(store: Store) -> None:
     }
 
 
+def test_a_batch_that_writes_a_document_twice_keeps_only_its_last_version(store: Store) -> None:
+    """The SQLite store writes a batch's FTS5 rows last: a chunk the batch itself replaces must not keep one."""
+    src = store.add_source("folder", "/f", "/f")
+    store.replace_documents(
+        src.id,
+        [
+            (_doc("/f/a.md"), [_chunk(1, "alpha beta"), _chunk(2, "gamma")]),
+            (_doc("/f/b.md"), [_chunk(1, "epsilon")]),
+            (_doc("/f/a.md", "y"), [_chunk(3, "delta")]),
+        ],
+    )
+    assert store.keyword_search(["alpha"], 5) == store.keyword_search(["gamma"], 5) == []
+    assert len(store.keyword_search(["delta"], 5)) == len(store.keyword_search(["epsilon"], 5)) == 1
+    assert _count(store, "chunks") == 2
+    if isinstance(store, SQLiteStore):
+        assert _count(store, "chunks_fts") == 2
+        store._conn().execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')")
+
+
+def test_a_failed_batch_leaves_no_keyword_rows_behind(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "index.sqlite3")
+    src = store.add_source("folder", "/f", "/f")
+    broken = DocumentRecord("/f/c.md", "c.md", "markdown", 1, 1, "x", "no such status")
+    with pytest.raises(sqlite3.IntegrityError):
+        store.replace_documents(
+            src.id, [(_doc("/f/a.md"), [_chunk(1, "alpha")]), (broken, [_chunk(2, "beta")])]
+        )
+    store.replace_document(src.id, _doc("/f/b.md"), [_chunk(3, "gamma")])
+    assert store.keyword_search(["alpha"], 5) == []
+    assert len(store.keyword_search(["gamma"], 5)) == 1
+    assert _count(store, "chunks") == _count(store, "chunks_fts") == 1
+
+
 def test_removing_a_source_purges_documents_chunks_and_keyword_rows(store: Store) -> None:
     src = store.add_source("folder", "/f", "/f")
     store.replace_document(src.id, _doc("/f/a.md"), [_chunk(1, "alpha")])

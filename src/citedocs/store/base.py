@@ -56,7 +56,11 @@ class Store(ChangeLog, JobLog):
 
     @abstractmethod
     def _insert_chunks(self, conn: Connection, doc_id: int, chunks: Sequence[ChunkRecord]) -> None:
-        """Insert a document's chunks and their keyword rows (the document's old ones are gone)."""
+        """Insert a document's chunks and their keyword rows (the document's old ones are gone); a backend
+        may hold the keyword rows back until `_flush_keyword_rows`, in the same transaction."""
+
+    def _flush_keyword_rows(self, conn: Connection) -> None:
+        """Write the keyword rows `_insert_chunks` held back: before a chunk is deleted, and last."""
 
     @abstractmethod
     def keyword_search(
@@ -208,6 +212,7 @@ class Store(ChangeLog, JobLog):
         """Several documents in one transaction (bulk loads: one commit instead of one per document)."""
         with self.transaction() as conn:
             ids = [self._replace(conn, source_id, doc, chunks) for doc, chunks in items]
+            self._flush_keyword_rows(conn)
             self._bump(conn)
         return ids
 
@@ -240,6 +245,7 @@ class Store(ChangeLog, JobLog):
             )
         else:
             doc_id = int(row["id"])
+            self._flush_keyword_rows(conn)  # a chunk this transaction added may go now: its keyword row first
             conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
             conn.execute(
                 "UPDATE documents SET rel_path = ?, format = ?, size = ?, mtime_ns = ?, sha256 = ?, "

@@ -102,6 +102,7 @@ def stem_words(words: list[str]) -> list[str]:
 
 # possessive: nothing given back could match more (what follows a run is never what was given back)
 RAW_TOKEN = re.compile(r"-{0,2}+\w++(?:[._\-/:@]\w++)*+")
+_ASCII_RAW_TOKEN = re.compile(RAW_TOKEN.pattern, re.ASCII)  # the same tokens of ASCII text, found faster
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+", re.UNICODE)
 _FULL_UNSAFE = re.compile(r"[^\w.\-]")
 FTS_TOKENIZER = "unicode61 remove_diacritics 2 tokenchars '_.-'"
@@ -109,6 +110,8 @@ FTS_TOKENIZER = "unicode61 remove_diacritics 2 tokenchars '_.-'"
 
 @functools.lru_cache(maxsize=65536)
 def _analyse_token(raw: str) -> tuple[str, ...]:
+    if raw.isascii() and raw.isalpha() and raw[1:].islower():  # a plain word (most are): one part, as below
+        return (stem_word(raw.lower()),)
     parts = [p.lower() for p in _PART.findall(raw)]
     if not parts:
         return ()
@@ -162,7 +165,18 @@ def terms(text: str, japanese: bool | None = None) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=65536)
+def _analysed(raw: str) -> str:
+    return " ".join(_analyse_token(raw))
+
+
 def index_text(text: str, japanese: bool | None = None) -> str:
+    """`terms` as the one string the keyword index stores (space-separated)."""
+    normalized = normalize(text)
+    if normalized.isascii():  # a token's terms are joined once, then reused
+        return " ".join(filter(None, map(_analysed, _ASCII_RAW_TOKEN.findall(normalized))))
+    if CJK_RUN.search(normalized) is None:
+        return " ".join(filter(None, map(_analysed, RAW_TOKEN.findall(normalized))))
     return " ".join(terms(text, japanese))
 
 
