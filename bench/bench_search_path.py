@@ -155,6 +155,7 @@ def http(db: Path, queries: list[str], requests: int, tmp: Path, warmup_s: float
         "CITEDOCS_EMBEDDER": "none",
         "CITEDOCS_ENV_FILE": "",
         "CITEDOCS_WATCH": "false",
+        "CITEDOCS_LLM_BACKGROUND_BUILD": "off",  # no llama.cpp compile at nice 19 beside the measurement
     }
     peer_script = tmp / "peer.py"
     peer_script.write_text(PEER_APP.format(bench=str(Path(__file__).parent), db=str(db)), encoding="utf-8")
