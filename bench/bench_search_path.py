@@ -12,7 +12,8 @@ query; the machine may be shared, so the library figures are CPU time (time.proc
 - http: `citedocs serve` on the index against bm25s served by the same stack (citedocs.httpd: uvicorn, h11,
   TCP_NODELAY) and a FastAPI route that runs it in a worker thread as ours does; one kept-alive client each,
   requests interleaved; wall P50/P95 and the server process's CPU per request (/proc/PID/stat). `/healthz`
-  P50 on the same connection.
+  P50 on the same connection. Ours is served without a model (an unreachable LLM endpoint): a search uses
+  none, and starting a local one loaded the machine through the measurement.
 - hybrid (`--hybrid`): `citedocs serve --folder examples/sample-docs` with the default (packaged) embedder, once
   every chunk has a vector: warm hybrid `/search` P50 and server CPU per request (query embedding, vector
   scoring on one BLAS thread, BM25, fusion). The corpus is small: this is the fixed cost of a hybrid query.
@@ -155,6 +156,10 @@ def http(db: Path, queries: list[str], requests: int, tmp: Path, warmup_s: float
         "CITEDOCS_EMBEDDER": "none",
         "CITEDOCS_ENV_FILE": "",
         "CITEDOCS_WATCH": "false",
+        # no model: a search needs none, and a local one read into memory (or a llama.cpp compile at nice 19)
+        # loaded the machine through the 1x measurement, whose warm-up is 5 s; nothing listens on port 9
+        "CITEDOCS_LLM_BASE_URL": "http://127.0.0.1:9/v1",
+        "CITEDOCS_LLM_BACKGROUND_BUILD": "off",
     }
     peer_script = tmp / "peer.py"
     peer_script.write_text(PEER_APP.format(bench=str(Path(__file__).parent), db=str(db)), encoding="utf-8")

@@ -42,7 +42,7 @@ def _piece_by_piece(text: str, keep_parts: bool) -> Terms:
 
 
 @pytest.mark.parametrize("keep_parts", [False, True])
-def test_terms_from_one_pass_over_the_text_are_the_piece_by_piece_terms_on_real_corpora(
+def test_terms_from_cached_pieces_are_the_piece_by_piece_terms_on_real_corpora(
     keep_parts: bool,
 ) -> None:
     lines = (shared("scifact") / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:1500]

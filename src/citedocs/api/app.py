@@ -153,7 +153,8 @@ class ApiState:
         return max(1, min(60, math.ceil((p50 or 1000.0) / 1000.0)))
 
 
-def _state(request: Request) -> ApiState:
+async def _state(request: Request) -> ApiState:
+    """Async: FastAPI runs a plain dependency in a worker thread, a hand-off per request for an attribute read."""
     state: ApiState = request.app.state.citedocs
     return state
 

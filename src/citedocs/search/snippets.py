@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Collection
+from dataclasses import dataclass
 
 from citedocs.text.analyzer import word_stem
 from citedocs.text.cjk import RAW_CJK_RUN, cjk_spans, has_cjk, is_japanese, normalize, sudachi_in_use
@@ -40,6 +41,25 @@ _WORD_REST = re.compile(r"\w*")
 _FOLD_UNSAFE = ("\u0131", "\u017f")
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What `_spans` needs of one query's Latin terms, worked out once per query, not once per passage."""
+
+    findable: bool  # lower-case ASCII terms: `str.find` may be used (`_findable`)
+    wholes: tuple[str, ...]  # identifiers, longest first (the alternation's order)
+    prefixes: tuple[str, ...]  # the first four characters of the words
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(wanted: frozenset[str]) -> _Plan:
+    plain = [t for t in wanted if _PLAIN.fullmatch(t)]
+    return _Plan(
+        findable=all(t.isascii() and t == t.lower() for t in wanted),
+        wholes=tuple(sorted((t for t in wanted if not _PLAIN.fullmatch(t)), key=len, reverse=True)),
+        prefixes=tuple({t[:4] for t in plain}),
+    )
+
+
 def _spans(text: str, wanted: frozenset[str], folded: bool) -> list[tuple[int, int]]:
     """(start, end) of the `_candidates` matches, in order.
 
@@ -49,27 +69,30 @@ def _spans(text: str, wanted: frozenset[str], folded: bool) -> list[tuple[int, i
     words (runs of \\w) that start with a wanted prefix, and keeps the first match at each position as the
     alternation would (identifiers, longest first, before words), skipping those inside an earlier match."""
     lowered = text.lower()
-    if not _findable(text, lowered, wanted):
+    plan = _plan(wanted)
+    if not (plan.findable and _text_findable(text, lowered)):
         return [m.span() for m in _candidates(wanted, folded).finditer(lowered if folded else text)]
     at: dict[int, int] = {}
-    plain = [t for t in wanted if _PLAIN.fullmatch(t)]
-    for whole in sorted((t for t in wanted if not _PLAIN.fullmatch(t)), key=len, reverse=True):
+    size = len(lowered)
+    for whole in plan.wholes:
         pos = lowered.find(whole)
         while pos >= 0:
             end = pos + len(whole)
-            if (
-                pos not in at
-                and (pos == 0 or not (_is_word_char(lowered[pos - 1]) or lowered[pos - 1] in ".-"))
-                and (end == len(lowered) or not _is_word_char(lowered[end]))
-            ):
-                at[pos] = end
+            if pos not in at:
+                before = lowered[pos - 1] if pos else " "
+                after = lowered[end] if end < size else " "
+                if not (before.isalnum() or before in "_.-") and not (after.isalnum() or after == "_"):
+                    at[pos] = end
             pos = lowered.find(whole, pos + 1)
-    for prefix in {t[:4] for t in plain}:
+    word_end = _WORD_REST.match
+    for prefix in plan.prefixes:
         pos = lowered.find(prefix)
         while pos >= 0:
-            if (pos == 0 or not _is_word_char(lowered[pos - 1])) and pos not in at:
-                found = _WORD_REST.match(lowered, pos)
-                at[pos] = found.end() if found else pos + len(prefix)
+            if pos not in at:
+                before = lowered[pos - 1] if pos else " "
+                if not (before.isalnum() or before == "_"):
+                    found = word_end(lowered, pos)
+                    at[pos] = found.end() if found else pos + len(prefix)
             pos = lowered.find(prefix, pos + 1)
     spans: list[tuple[int, int]] = []
     cursor = 0
@@ -83,13 +106,11 @@ def _spans(text: str, wanted: frozenset[str], folded: bool) -> list[tuple[int, i
 def _findable(text: str, lowered: str, wanted: frozenset[str]) -> bool:
     """Whether `_spans` may use `str.find`: lower-case ASCII terms, and a text whose lower-cased form keeps
     every position and matches as IGNORECASE would."""
-    if not all(t.isascii() and t == t.lower() for t in wanted):
-        return False
+    return _plan(wanted).findable and _text_findable(text, lowered)
+
+
+def _text_findable(text: str, lowered: str) -> bool:
     return text.isascii() or (len(lowered) == len(text) and not any(c in text for c in _FOLD_UNSAFE))
-
-
-def _is_word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
 
 
 def _cjk_found(text: str, wanted: set[str]) -> list[tuple[int, int, str]]:
@@ -131,19 +152,30 @@ def _positions(raw: str, run: str) -> list[int]:
     return at
 
 
+@functools.lru_cache(maxsize=256)
+def _latin(wanted: frozenset[str]) -> tuple[frozenset[str], bool]:
+    """The query terms that are not CJK, and whether they are all lower case."""
+    latin = frozenset(t for t in wanted if not has_cjk(t))
+    return latin, all(t == t.lower() for t in latin)
+
+
+# A word's stem for highlighting, remembered: the words of passages repeat across searches.
+_word_stem = functools.lru_cache(maxsize=65536)(word_stem)
+
+
 def make_snippet(text: str, query_terms: Collection[str], width: int = 240) -> str:
-    wanted = set(query_terms)
-    latin = {t for t in wanted if not has_cjk(t)}
+    wanted = frozenset(query_terms)
+    latin, lower = _latin(wanted)
     found: list[tuple[int, int, str]] = []
     if latin:
-        folded = text.isascii() and all(t == t.lower() for t in latin)
-        for start, end in _spans(text, frozenset(latin), folded):
+        for start, end in _spans(text, latin, lower and text.isascii()):
             word = text[start:end]
-            key = word.lower() if word.lower() in latin else word_stem(word)
+            low = word.lower()
+            key = low if low in latin else _word_stem(word)
             if key in latin:
                 found.append((start, end, key))
     if len(latin) < len(wanted) and not text.isascii():
-        found = sorted(found + _cjk_found(text, wanted - latin))
+        found = sorted(found + _cjk_found(text, set(wanted - latin)))
     if not found:
         return _trim(text, 0, width)
     span = width - width // 4  # the window shown starts width/4 before the best run of matches

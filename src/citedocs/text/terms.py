@@ -12,6 +12,7 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain
 
 from citedocs.text.analyzer import CONTENT_STOPWORDS, stem_word, stem_words, word_set
 from citedocs.text.cjk import CJK_RUN, content_cjk_words, has_cjk, is_japanese, normalize
@@ -108,8 +109,10 @@ def extract_terms(text: str, *, keep_parts: bool = False) -> Terms:
 
     With `keep_parts` (used for passages), an identifier also contributes its sub-spans and parts, so a
     passage holding `~/.config/app/config.toml` supports a sentence naming `config.toml`, and `haiku` or
-    `20240307` match as a word and a number. Each distinct token is analysed once per text, and its analysis
-    is remembered across texts (`_token_plain`): a passage costs a regex pass and dictionary look-ups.
+    `20240307` match as a word and a number. No token holds white space, so the text is cut at white space
+    (`str.split`, in C) and each distinct piece's terms are remembered across texts (`_piece_plain`): a
+    passage costs a split and look-ups; the token regex runs only on pieces no text held before (measured
+    on SciFact passages: 144 -> ~100 µs, the regex over the whole text alone was 64 µs).
     """
     numbers: set[str] = set()
     identifiers: set[str] = set()
@@ -122,21 +125,44 @@ def extract_terms(text: str, *, keep_parts: bool = False) -> Terms:
                 w for w in content_cjk_words(run, japanese, facts=True) if w not in CJK_FRAMING_WORDS
             )
         text = CJK_RUN.sub(" ", text)
-    # One regex pass over the whole text (C); each distinct token's analysis is a cache look-up in C.
-    for found_numbers, found_identifiers, found_words in map(
-        _token_parts if keep_parts else _token_plain, set(_TOKEN_RE.findall(text))
-    ):
-        if found_words:
-            words.update(found_words)
-        if found_identifiers:
-            identifiers.update(found_identifiers)
-        if found_numbers:
-            numbers.update(found_numbers)
+    # Each distinct piece's terms are a cache look-up in C; the three kinds are gathered in C too.
+    found = list(map(_piece_parts if keep_parts else _piece_plain, set(text.split())))
+    if found:
+        found_numbers, found_identifiers, found_words = zip(*found, strict=True)
+        numbers.update(chain.from_iterable(found_numbers))
+        identifiers.update(chain.from_iterable(found_identifiers))
+        words.update(chain.from_iterable(found_words))
     return Terms(frozenset(numbers), frozenset(identifiers), frozenset(words))
 
 
 _NO_TERMS: tuple[str, ...] = ()
 _Found = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+
+
+def _gathered(found: Iterable[_Found]) -> _Found:
+    """The numbers, identifiers and words of several tokens, each kind in one tuple."""
+    columns = tuple(zip(*found, strict=True))
+    if not columns:
+        return _NO_TERMS, _NO_TERMS, _NO_TERMS
+    numbers, identifiers, words = columns
+    return (
+        tuple(chain.from_iterable(numbers)),
+        tuple(chain.from_iterable(identifiers)),
+        tuple(chain.from_iterable(words)),
+    )
+
+
+@functools.lru_cache(maxsize=65536)
+def _piece_plain(piece: str) -> _Found:
+    """The terms of one white-space-free piece of text (`word,`, `(p<0.05)`, `config.toml.`)."""
+    tokens = _TOKEN_RE.findall(piece)
+    return _token_plain(tokens[0]) if len(tokens) == 1 else _gathered(map(_token_plain, tokens))
+
+
+@functools.lru_cache(maxsize=65536)
+def _piece_parts(piece: str) -> _Found:
+    tokens = _TOKEN_RE.findall(piece)
+    return _token_parts(tokens[0]) if len(tokens) == 1 else _gathered(map(_token_parts, tokens))
 
 
 @functools.lru_cache(maxsize=131072)
