@@ -5,7 +5,8 @@
 On the sample docs, interleaved run by run: `citedocs search` as a one-off process (default mode, and
 `--mode keyword`), the same with a `citedocs serve` running on the index, and `citedocs mcp` from spawn to the
 answer to `tools/list` (what a client waits for before it can show the tools) and to the answer of the first
-tool call sent after it (a `search`, as an agent's first call is). `--before-src` points at the `src` folder of another checkout (e.g. the commit before
+tool call sent after it (a `search`, as an agent's first call is), and the answer to a tool only the MCP SDK
+serves called after the handshake and 2.5 s of idling (the SDK is imported in the background). `--before-src` points at the `src` folder of another checkout (e.g. the commit before
 a change: `git worktree add /tmp/before COMMIT`) whose code is timed the same way in the same run, for a
 side-by-side. Medians of wall-clock seconds, and of the CPU seconds the child process used (user + system,
 from `wait4`; for `citedocs mcp` also what it had used when the search answer arrived, from /proc): on a shared
@@ -131,6 +132,55 @@ def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float, float, 
     return listed, called, answer_cpu, _children_cpu() - cpu
 
 
+IDLE_S = 2.5
+
+
+def mcp_idle_then_sdk_tool(db: Path, env: dict[str, str]) -> float:
+    """Spawn `citedocs mcp`, do the handshake, idle IDLE_S (an agent thinking before its first tool call),
+    then call `list_doc_sources`, a tool only the MCP SDK serves: seconds from the call to its answer."""
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"},
+        },
+    }
+    proc = subprocess.Popen(
+        _cli("mcp", "--db", str(db)),
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for message in (hello, {"jsonrpc": "2.0", "method": "notifications/initialized"}):
+            proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        proc.stdout.readline()
+        time.sleep(IDLE_S)
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "list_doc_sources", "arguments": {}},
+        }
+        started = time.perf_counter()
+        proc.stdin.write(json.dumps(call) + "\n")
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        if reply.get("id") != 2 or "error" in reply:
+            raise RuntimeError(f"list_doc_sources failed: {reply}")
+        return time.perf_counter() - started
+    finally:
+        proc.stdin.close()
+        proc.wait(30)
+
+
 def start_server(db: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
         _cli("serve", "--port", "0", "--db", str(db)),
@@ -183,6 +233,9 @@ def main() -> None:
                 results.setdefault(f"{name}: mcp spawn -> first search answered", []).append(called)
                 results.setdefault(f"{name}: mcp CPU to first search answered", []).append(answer_cpu)
                 results.setdefault(f"{name}: mcp process (CPU)", []).append(cpu)
+                results.setdefault(
+                    f"{name}: mcp handshake, {IDLE_S} s idle, SDK-only tool answered", []
+                ).append(mcp_idle_then_sdk_tool(dbs[name], env))
         for name, src in list(versions.items())[:1]:  # code before the fast path never talks to a server
             env, db = _env(src, home), str(dbs[name])
             server = start_server(dbs[name], env)
