@@ -226,7 +226,11 @@ def model_retrieval(
     service = AnswerService(LocalRetriever(app, wait_for_model=True), None, app.settings)
 
     async def run_all() -> dict[str, list[dict[str, Any]]]:
-        rows: dict[str, list[dict[str, Any]]] = {"model's referent words": [], "model's whole rewrite": []}
+        rows: dict[str, list[dict[str, Any]]] = {
+            "no model (deterministic)": [await measure(service, case, True) for case in cases],
+            "model's referent words": [],
+            "model's whole rewrite": [],
+        }
         for case, referent, whole in zip(cases, replies["referent"], replies["whole"], strict=True):
             query = await FollowUpRewriter().query(
                 Recorded(referent["text"]), case["question"], case["history"]
