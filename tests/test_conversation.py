@@ -22,7 +22,6 @@ from mcp.client import Client
 from citedocs.answer.conversation import (
     MAX_HISTORY_CHARS,
     MAX_TURNS,
-    REWRITE_SYSTEM,
     Turn,
     carry_terms,
     compact_history,
@@ -31,11 +30,11 @@ from citedocs.answer.conversation import (
     is_asking_back,
     keep_within_bounds,
     parse_history,
-    parse_rewrite,
     summary,
 )
 from citedocs.answer.gate import relevance_decision
 from citedocs.answer.prompt import build_messages
+from citedocs.answer.rewriter import REWRITE_MAX_TOKENS, REWRITE_SYSTEM, parse_rewrite, rewrite_messages
 from citedocs.api import create_app
 from citedocs.api.limits import MAX_BODY_BYTES
 from citedocs.errors import InputError
@@ -51,7 +50,7 @@ from test_api import read_sse
 FIRST = "What does error 529 mean?"
 FOLLOW_UP = "And how long should I wait before retrying it?"
 FIRST_ANSWER = "Error 529 means the API is overloaded [1]."
-REWRITE = "How long should I wait before retrying a request that got error 529?"
+REWRITE = "error 529"  # the model names what the follow-up refers to
 SECOND_ANSWER = ["Pause 30 seconds", " before you send the request again [1]."]
 HISTORY = [{"role": "user", "content": FIRST}, {"role": "assistant", "content": FIRST_ANSWER}]
 
@@ -146,6 +145,13 @@ def test_fusion_keeps_each_hit_once_and_ranks_first_what_both_find() -> None:
     assert [h.chunk_id for h in fuse_rankings([literal, rewritten], [1.0, 2.0])] == ["c2", "c3", "c1"]
 
 
+def test_fusion_ranks_first_what_two_lists_rank_first_over_what_all_three_rank_low() -> None:
+    """The literal follow-up's words are generic: a passage it ranks 3rd and the context 2nd (c2) must not
+    beat the one the rewrite and the carried words both rank first (c3), as it did with the usual k of 60."""
+    literal, rewritten, carried = [hit(1), hit(4), hit(2)], [hit(3), hit(2)], [hit(3), hit(2)]
+    assert fuse_rankings([literal, rewritten, carried])[0].chunk_id == "c3"
+
+
 def test_the_gate_judges_a_follow_up_with_its_context_but_not_a_new_topic() -> None:
     turns = parse_history(HISTORY)
     passage = [
@@ -164,6 +170,11 @@ def test_the_gate_judges_a_follow_up_with_its_context_but_not_a_new_topic() -> N
     refused = follow_up_gate(new_topic, rewrite, passage, 0.5)
     assert not refused.allowed and "new topic" in refused.reason and "add documents" in refused.reason
     assert follow_up_gate(new_topic, rewrite, passage, 0.0).allowed  # a threshold of 0 turns the gate off
+    # the literal question's own best hit is among the passages and holds one of its words: still a new topic,
+    # for the passage its conversation finds best holds none of them
+    found_alone = hit(2, "The roots of the document tree are listed in the index.")
+    assert not relevance_decision(new_topic, [found_alone]).allowed
+    assert not follow_up_gate(new_topic, rewrite, [*passage, found_alone], 0.5).allowed
 
 
 def test_compact_history_keeps_questions_and_one_sentence_summaries_newest_first() -> None:
@@ -190,17 +201,36 @@ def test_the_prompt_fences_the_history_and_says_it_is_not_a_source() -> None:
     assert "CONVERSATION" not in plain[1]["content"]
 
 
-def test_the_model_rewrite_is_parsed_or_refused() -> None:
-    assert parse_rewrite(f'Query: "{REWRITE}"\n', FOLLOW_UP) == REWRITE
+def test_the_model_names_the_referent_in_a_few_words_of_the_conversation_or_nothing() -> None:
     assert (
-        parse_rewrite("「遅延アップロードは何日まで指定できる？」", "何日まで？")
-        == "遅延アップロードは何日まで指定できる？"
+        parse_rewrite(f'Reply: "{REWRITE}"\nmore') == REWRITE
+        and parse_rewrite("「遅延アップロード」") == "遅延アップロード"
     )
-    assert parse_rewrite("", FOLLOW_UP) is None and parse_rewrite(FOLLOW_UP, FOLLOW_UP) is None
-    assert parse_rewrite("x" * 1000, FOLLOW_UP) is None
+    assert parse_rewrite("") is None and parse_rewrite("NONE") is None and parse_rewrite("x" * 100) is None
     assert (
-        parse_rewrite("Pause 30 seconds before you retry [1].", FOLLOW_UP) is None
-    )  # an answer, not a query
+        parse_rewrite("You should pause 30 seconds before you send the request again.") is None
+    )  # a sentence
+    assert parse_rewrite("error 529 [1]") is None  # an answer that cites
+    turns = parse_history(HISTORY)
+    assert (
+        parse_rewrite("the error 529", turns) == "error 529"
+        and parse_rewrite("lasagna recipe", turns) is None
+    )
+
+
+def test_the_models_task_is_small_and_its_instructions_fixed() -> None:
+    """Only the last earlier questions and the first sentence of the last answer, after a system message that
+    is the same for every follow-up (llama.cpp reads it from its prompt cache)."""
+    long_answer = f"{FIRST_ANSWER} " + "More detail follows. " * 50
+    turns = [Turn("user", "An old question about billing?"), Turn("assistant", "Old answer.")]
+    turns += [Turn("user", "Which limits apply?"), Turn("assistant", "Limits.")]
+    turns += [Turn("user", FIRST), Turn("assistant", long_answer)]
+    system, user = rewrite_messages(turns, FOLLOW_UP)
+    assert system == {"role": "system", "content": REWRITE_SYSTEM}
+    assert user["content"] == (
+        f"Earlier questions:\n- Which limits apply?\n- {FIRST}\n"
+        f"Last answer: Error 529 means the API is overloaded.\nFollow-up: {FOLLOW_UP}"
+    )
 
 
 def test_asking_back_is_one_short_uncited_question() -> None:
@@ -243,14 +273,17 @@ def test_a_follow_up_alone_is_refused_and_with_its_history_answered_over_http(tm
             assert response.status_code == 200
             events = dict(read_sse(response))
     query = events["evidence"]["query"]
-    assert (
-        query["by"] == "model" and query["rewrite"] == REWRITE and query["searched"] == [FOLLOW_UP, REWRITE]
-    )
+    carried = carry_terms(parse_history(HISTORY), FOLLOW_UP) or ""
+    assert query["by"] == "model" and query["rewrite"] == f"{FOLLOW_UP} {REWRITE}{carried[len(FOLLOW_UP) :]}"
+    assert query["searched"] == [FOLLOW_UP, query["rewrite"], carried[len(FOLLOW_UP) :].strip()]
     assert events["sources"]["sources"][0]["path"].endswith("errors.md")
     done = events["done"]
     assert not done["refused"] and done["citations"] == [1] and "30 seconds" in done["answer"]
     rewrite_request, answer_request = fake.chat_requests
-    assert rewrite_request.body["stream"] is False and FIRST in rewrite_request.body["messages"][1]["content"]
+    assert (
+        rewrite_request.body["stream"] is False and rewrite_request.body["max_tokens"] == REWRITE_MAX_TOKENS
+    )
+    assert rewrite_request.body["messages"] == rewrite_messages(parse_history(HISTORY), FOLLOW_UP)
     prompt = answer_request.body["messages"][1]["content"]
     assert f"Q: {FIRST}" in prompt and "A: Error 529 means the API is overloaded." in prompt
     assert FIRST_ANSWER not in prompt  # the earlier answer's [1] numbered another turn's sources
@@ -263,6 +296,14 @@ def test_without_the_model_rewrite_the_terms_rewrite_is_searched_in_json_mode(tm
     assert data["query"]["by"] == "terms" and "529" in data["query"]["rewrite"]
     assert "failed" in data["query"]["fallback"] and data["citations"] == [1] and not data["refused"]
     assert "With the conversation" in json.dumps(data) or data["relevance"] >= 0
+
+
+def test_a_model_that_names_nothing_leaves_the_terms_rewrite(tmp_path: Path) -> None:
+    with running(tmp_path, Reply(tokens=["NONE"])) as (url, _):
+        data = httpx.post(f"{url}/ask?stream=false", json={"question": FOLLOW_UP, "history": HISTORY}).json()
+    query = data["data"]["query"]
+    assert query["by"] == "terms" and "named nothing" in query["fallback"] and "529" in query["rewrite"]
+    assert not data["data"]["refused"] and data["data"]["citations"] == [1]
 
 
 def test_a_model_too_slow_to_rewrite_is_not_waited_for_and_then_not_asked(tmp_path: Path) -> None:
@@ -303,12 +344,14 @@ def test_a_citation_is_checked_against_this_turns_passages_only(tmp_path: Path) 
 
 
 def test_an_unanswerable_follow_up_is_refused_and_an_unclear_one_asks_back(tmp_path: Path) -> None:
-    with running(tmp_path, Reply(tokens=["What is a good lasagna recipe?"])) as (url, fake):
+    with running(tmp_path, Reply(tokens=["lasagna recipe"])) as (url, fake):
         off = httpx.post(
             f"{url}/ask?stream=false",
-            json={"question": "And a lasagna recipe with spinach?", "history": HISTORY},
+            json={"question": "And a lasagna recipe with spinach and ricotta?", "history": HISTORY},
         ).json()["data"]
         assert off["refused"] and off["refused_before_model"]
+        # the words the model named are not in the conversation: not searched as what the question refers to
+        assert off["query"]["by"] == "terms" and "named nothing" in off["query"]["fallback"]
         fake._responder = lambda request: (
             Reply(tokens=[REWRITE])
             if request.body["messages"][0]["content"] == REWRITE_SYSTEM
@@ -348,7 +391,7 @@ def test_a_japanese_history_at_the_bound_fits_the_body_limit(tmp_path: Path) -> 
     ]
     body = json.dumps({"question": "何日まで指定できる？", "history": history}).encode()  # \u escapes
     assert len(body) < MAX_BODY_BYTES
-    with running(tmp_path, Reply(tokens=["遅延アップロードは何日まで指定できる？"])) as (url, _):
+    with running(tmp_path, Reply(tokens=["遅延アップロード"])) as (url, _):
         response = httpx.post(
             f"{url}/ask?stream=false", content=body, headers={"content-type": "application/json"}
         )
@@ -441,7 +484,7 @@ def test_ask_chat_prints_answers_and_what_it_searched(tmp_path: Path) -> None:
         )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("Answer (citations checked):") == 2
-    assert f"searched with the conversation: {REWRITE}" in " ".join(proc.stderr.split())
+    assert f"searched with the conversation: {FOLLOW_UP} {REWRITE} " in " ".join(proc.stderr.split())
     no_question = subprocess.run(
         [sys.executable, "-m", "citedocs", "ask"],
         env=env,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from citedocs.answer.conversation import REWRITE_SYSTEM
+from citedocs.answer.rewriter import REWRITE_SYSTEM
 from citedocs.llm.client import LLMClient
 from fakes.openai_server import FakeOpenAI, RecordedRequest, Reply
 from test_web_page import browser, close, new_page, page_server, screenshot
@@ -26,14 +26,8 @@ ANSWERS = {
 def respond(request: RecordedRequest) -> Reply:
     messages = request.body["messages"]
     if messages[0]["content"] == REWRITE_SYSTEM:
-        last = messages[1]["content"].split("<<<LAST QUESTION", 1)[1]
-        return Reply(
-            tokens=[
-                "How do I start the citedocs server?"
-                if SECOND in last
-                else "Which address does the citedocs server listen on after citedocs serve?"
-            ]
-        )
+        last = messages[1]["content"].split("Follow-up:", 1)[1]
+        return Reply(tokens=["citedocs server" if SECOND in last else "citedocs serve"])
     question = messages[1]["content"].split("<<<QUESTION", 1)[1]
     return Reply(tokens=[next(a for q, a in ANSWERS.items() if q in question)], delay_s=0.05)
 
