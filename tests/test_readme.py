@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -56,8 +57,11 @@ def test_the_demo_serves_the_sample_docs_and_leaves_the_default_index_alone(tmp_
             data=json.dumps({"query": "Lumen", "k": 3}).encode(),
             headers={"Content-Type": "application/json"},
         )
-        hits = json.loads(urllib.request.urlopen(request, timeout=60).read())["hits"]
-        assert hits and all("sample-docs" in hit["path"] for hit in hits)
+        deadline = time.monotonic() + 30  # the folder is indexed in the background while the server answers
+        while not (hits := json.loads(urllib.request.urlopen(request, timeout=60).read())["hits"]):
+            assert time.monotonic() < deadline, "the sample docs were not searchable within 30 s"
+            time.sleep(0.1)
+        assert all("sample-docs" in hit["path"] for hit in hits)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)

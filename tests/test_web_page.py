@@ -54,7 +54,10 @@ UNSUPPORTED = [
     "It also opens port 9999 for ",
     "the admin console [2].",
 ]
-OFF_TOPIC = "What is a good lasagna recipe with spinach?"
+# Asked after an answer, on the page it is a follow-up: one of at most 3 content terms passes the relevance gate
+# on its conversation (answer/conversation.py FOLLOW_UP_TERMS; the model or the citation check then refuses it),
+# a longer one none of whose words the conversation's best passage holds is refused before the model.
+OFF_TOPIC = "What is a good lasagna recipe with spinach and ricotta?"
 CORRUPT_PDF = b"%PDF-1.7\n1 0 obj << /Type /Catalog >> this is not a PDF body\n"
 WIDE = {"width": 1280, "height": 800}
 NARROW = {"width": 390, "height": 800}

@@ -74,14 +74,17 @@ class Batch:
         self.items: list[tuple[DocumentRecord, list[ChunkRecord]]] = []
         self.chunks = 0
         self.since = 0.0
+        self.added = 0
 
     def add(self, item: tuple[DocumentRecord, list[ChunkRecord]]) -> bool:
-        """Queue one document; True when the batch is full or old enough to commit."""
+        """Queue one document; True when the batch is full or old enough to commit, and for a run's first
+        document, so a search made while a folder is indexed finds its first file at once."""
         if not self.items:
             self.since = time.monotonic()
         self.items.append(item)
         self.chunks += len(item[1])
-        return len(self.items) >= BATCH_FILES or self.chunks >= BATCH_CHUNKS or self.due()
+        self.added += 1
+        return self.added == 1 or len(self.items) >= BATCH_FILES or self.chunks >= BATCH_CHUNKS or self.due()
 
     def due(self) -> bool:
         """Nothing queued, or the oldest queued document waited BATCH_SECONDS."""
