@@ -72,25 +72,28 @@ def _process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+# What a client sends first: initialize (answered) and the initialized notification.
+HANDSHAKE = [
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]
+
+
 def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float, float, float]:
     """Spawn `citedocs mcp`, send initialize + initialized + tools/list; once tools/list is answered, call the
     `search` tool, as an agent does. Seconds from spawn to each of the two replies, the CPU seconds the process
     had used when the search answer arrived (what the wait costs, free of the load's noise), and the CPU
     seconds it used in all (it exits when its input closes, after what the search started, a model load)."""
-    messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "bench", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    ]
+    messages = [*HANDSHAKE, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
     call = {
         "jsonrpc": "2.0",
         "id": 3,
@@ -138,16 +141,6 @@ IDLE_S = 2.5
 def mcp_idle_then_sdk_tool(db: Path, env: dict[str, str]) -> float:
     """Spawn `citedocs mcp`, do the handshake, idle IDLE_S (an agent thinking before its first tool call),
     then call `list_doc_sources`, a tool only the MCP SDK serves: seconds from the call to its answer."""
-    hello = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "1"},
-        },
-    }
     proc = subprocess.Popen(
         _cli("mcp", "--db", str(db)),
         env=env,
@@ -158,7 +151,7 @@ def mcp_idle_then_sdk_tool(db: Path, env: dict[str, str]) -> float:
     )
     assert proc.stdin is not None and proc.stdout is not None
     try:
-        for message in (hello, {"jsonrpc": "2.0", "method": "notifications/initialized"}):
+        for message in HANDSHAKE:
             proc.stdin.write(json.dumps(message) + "\n")
         proc.stdin.flush()
         proc.stdout.readline()
