@@ -4,10 +4,10 @@ A client spawns the server, waits for `initialize` and `tools/list`, and an agen
 Importing the `mcp` SDK and building the server took ~0.8 s of CPU (bench/bench_startup.py); here the library
 opens the index and writes the instructions, `handshake.py` answers the handshake from the SDK's recorded
 replies and `early_calls.py` answers `search`, `read_file`, `list_folders` and `index_status` as the SDK
-server would. The first message the early loop does not answer (another tool, anything unusual) imports the
-SDK and builds the real server, which then takes over the session: it reads the client's `initialize`
-(re-sent with its own id, its reply dropped) and `notifications/initialized` first, so it holds the same
-negotiated state as if it had answered them itself. No request is pending at that point: the early loop
+server would. The SDK is imported in the background 1 s after start-up (`_Later`), or at once when a message
+the early loop does not answer arrives first (another tool, anything unusual); the real server then takes over
+the session: it reads the client's `initialize` (re-sent with its own id, its reply dropped) and
+`notifications/initialized` first, so it holds the same negotiated state as if it had answered them itself. No request is pending at that point: the early loop
 answers each one before it reads the next.
 
 The wire is claimed at once, as the SDK's own transport does: the protocol runs on private duplicates of
