@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -326,6 +329,46 @@ def test_one_indexer_per_source_on_postgres(pg_url: str) -> None:
             pass
     with other.source_lock(src.id):  # released when the first indexer finished
         pass
+
+
+def test_a_second_indexer_waits_for_the_first_then_runs(pg_url: str, tmp_path: Path) -> None:
+    """`citedocs add` beside another process indexing the folder (a replica's watcher, the compose index job run
+    again) waits its turn and then indexes, rather than failing."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Backups\n\nNightly backups rotate after fourteen days.\n", encoding="utf-8")
+    env = {
+        **os.environ,
+        "CITEDOCS_DB": pg_url,
+        "CITEDOCS_EMBEDDER": "none",
+        "CITEDOCS_CONFIG": str(tmp_path / "no"),
+    }
+    cli = [str(Path(sys.executable).parent / "citedocs"), "add", str(docs)]
+    assert subprocess.run(cli, env=env, capture_output=True, timeout=120, check=False).returncode == 0
+    (docs / "b.md").write_text("# Certificates\n\nCertificates renew thirty days early.\n", encoding="utf-8")
+    store = open_store(pg_url)
+    [src] = store.list_sources("folder")
+    with store.source_lock(src.id):
+        adding = subprocess.Popen(cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(2.0)
+        assert adding.poll() is None, "the second indexer did not wait"
+    _out, err = adding.communicate(timeout=120)
+    assert adding.returncode == 0, err
+    assert store.list_sources("folder")[0].id == src.id
+    assert {Path(path).name for path in store.documents(src.id)} == {"a.md", "b.md"}
+
+
+def test_a_source_lock_waits_only_as_long_as_asked(pg_url: str) -> None:
+    store, other = open_store(pg_url), open_store(pg_url)
+    src = store.add_source("folder", "/f", "/f")
+    with store.source_lock(src.id):
+        started = time.monotonic()
+        with (
+            pytest.raises(StoreError, match="Another process is indexing"),
+            other.source_lock(src.id, wait=0.5),
+        ):
+            pass
+        assert 0.4 < time.monotonic() - started < 3.0
 
 
 def test_a_running_index_job_is_alive_while_its_source_lock_is_held(pg_url: str) -> None:

@@ -32,6 +32,9 @@ _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 CLOSE_WAIT_FOR_MODEL_S = 60.0
+# Another process indexing the same source (a replica's watcher applying a change, a second `citedocs add`)
+# is waited for, not an error: its pass takes seconds, and then this one finds little left to do.
+INDEXER_WAIT = 300.0
 
 
 class IndexJobs:
@@ -88,7 +91,7 @@ class IndexJobs:
             stale = needs_reanalysis(self.store)
             indexer = FolderIndexer(self.store, self.settings, progress)
             for source in sources:
-                with self.store.source_lock(source.id):  # one indexer per source across processes
+                with self.store.source_lock(source.id, wait=INDEXER_WAIT):  # one indexer per source
                     if source.kind == "folder":
                         report = self._index_folder(indexer, source, force or stale)
                         if report is not None:
@@ -157,7 +160,7 @@ class IndexJobs:
             job, started, finished = start_ocr_job(self.store, state.total), time.perf_counter(), True
             try:
                 for source in sources:
-                    with self.store.source_lock(source.id):
+                    with self.store.source_lock(source.id, wait=INDEXER_WAIT):
                         done = self._on_folder(
                             source,
                             lambda s, stop: ocr_source(

@@ -113,8 +113,9 @@ class Store(ChangeLog, JobLog):
         """(chunk rowid, cosine) best first, when `native_vector_search`."""
         raise NotImplementedError
 
-    def source_lock(self, source_id: int) -> AbstractContextManager[None]:
-        """Held while one process indexes a source; a second indexer is refused with a clear error."""
+    def source_lock(self, source_id: int, *, wait: float = 0.0) -> AbstractContextManager[None]:
+        """Held while one process indexes a source; a second indexer waits up to `wait` seconds for it, then
+        is refused with a clear error."""
         return _NoLock()
 
     @abstractmethod

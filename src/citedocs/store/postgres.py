@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from importlib import resources
@@ -34,6 +35,7 @@ from citedocs.store.pg_connection import (
 from citedocs.store.pg_vectors import PgVectors
 from citedocs.store.records import ChunkRecord, Job, KeywordRow
 
+LOCK_POLL = 0.2  # seconds between tries while another process indexes a source
 WATCH_NAMESPACE = 0x77617463  # "watc": (namespace, source id) is held by the one process watching a folder
 MAX_TERM_CHARS = 200  # a btree entry must stay under ~2.7 kB; longer "terms" are base64 and such
 _K1, _B = 1.2, 0.75  # FTS5's bm25() constants
@@ -129,17 +131,20 @@ class PostgresStore(PgVectors, Store):
             ) from None
 
     @contextmanager
-    def source_lock(self, source_id: int) -> Iterator[None]:
+    def source_lock(self, source_id: int, *, wait: float = 0.0) -> Iterator[None]:
         raw = self._connect()  # a session of its own: the lock lives exactly as long as it
         try:
-            got = raw.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_NAMESPACE, source_id)).fetchone()[
-                0
-            ]
-            if not got:
-                raise StoreError(
-                    f"Another process is indexing source {source_id} in this database right now.",
-                    "Wait for it to finish (`citedocs status` shows its progress), then run this again.",
-                )
+            # Polled rather than pg_advisory_lock: a wait stays bounded and a Ctrl-C stops it at once.
+            deadline = time.monotonic() + wait
+            while not raw.execute(
+                "SELECT pg_try_advisory_lock(%s, %s)", (LOCK_NAMESPACE, source_id)
+            ).fetchone()[0]:
+                if time.monotonic() >= deadline:
+                    raise StoreError(
+                        f"Another process is indexing source {source_id} in this database right now.",
+                        "Wait for it to finish (`citedocs status` shows its progress), then run this again.",
+                    )
+                time.sleep(LOCK_POLL)
             try:
                 yield
             finally:
