@@ -22,8 +22,9 @@ from citedocs.errors import AccessDenied, InputError, NotFoundError
 from citedocs.index.embedding import EmbedProgress
 from citedocs.index.folders import IndexProgress, ProgressCallback
 from citedocs.index.jobs import IndexJobs
-from citedocs.index.ocr import OcrProgress, ocr_status
+from citedocs.index.ocr import OcrProgress
 from citedocs.index.reading import ReadResult, open_registered, read_lines, read_page_image
+from citedocs.index.status import index_status, seen_by
 from citedocs.parsers.pdf_page import RenderedPage
 from citedocs.search.engine import SearchEngine, SearchResult, not_indexed_error
 from citedocs.settings import Settings
@@ -242,67 +243,20 @@ class Citedocs:
 
     # -- status -----------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
-        jobs = []
-        for job in self.store.recent_jobs(10):
-            state = job.state
-            if state == "running" and not self.store.job_alive(job):
-                state = "interrupted"
-            jobs.append(
-                {
-                    "id": job.id,
-                    "source_id": job.source_id,
-                    "kind": job.kind,
-                    "state": state,
-                    "total": job.total,
-                    "done": job.done,
-                    "failed": job.failed,
-                    "current": job.current,
-                    "message": job.message,
-                    "started": job.started,
-                    "finished": job.finished,
-                }
-            )
-        have, total = self.store.vector_counts()
-        status = {
-            "db": self.store.path,
-            "embedder": {
+        status = index_status(
+            self.store,
+            self.settings,
+            embedder={
                 "name": None if self.embedder is None else self.embedder.name,
                 "state": self.model_state(),
-                "vectors": have,
-                "chunks": total,
-                "fingerprint": self.store.get_meta(FINGERPRINT_KEY),
             },
-            "totals": self.store.counts(),
-            "sources": [s.to_dict() for s in self.list_sources()],
-            "jobs": jobs,
-            "failures": [{"path": p, "reason": r} for p, r in self.store.failed_documents()],
-            "watch": self.watch_status(),
-            "ocr": ocr_status(self.store, self.settings),
-            "keyword_index": self.engine.keyword.status(),
-        }
-        return status if access.current().sources is None else self._status_seen(status)
-
-    def _status_seen(self, status: dict[str, Any]) -> dict[str, Any]:
-        """`status` cut to what a token limited to some sources may know: their counts, jobs, failures and
-        watchers, and no other source's name, path or size."""
-        seen = self._visible(self.store.list_sources())
-        ids = {s.id for s in seen}
-        totals: dict[str, int] = {}
-        for s in seen:
-            for key, value in self.store.counts(s.id).items():
-                totals[key] = totals.get(key, 0) + value
-        names = {s.name for s in seen}
-        failures = [{"path": p, "reason": r} for s in seen for p, r in self.store.failed_documents(s.id)]
-        return {
-            **status,
-            "db": None,
-            "totals": totals,
-            "sources": [s for s in status["sources"] if s["name"] in names],
-            "jobs": [j for j in status["jobs"] if j["source_id"] in ids],
-            "failures": failures,
-            "watch": [w for w in status["watch"] if w.get("source") in names],
-            "embedder": {**status["embedder"], "vectors": None, "chunks": totals.get("chunks")},
-        }
+            sources=[s.to_dict() for s in self.list_sources()],
+            watch=self.watch_status(),
+            keyword_index=self.engine.keyword.status(),
+        )
+        if access.current().sources is None:
+            return status
+        return seen_by(self.store, status, self._visible(self.store.list_sources()))
 
     def file_types(self) -> dict[str, int]:
         """Indexed documents per format: the values `search(file_type=...)` accepts that match something."""
