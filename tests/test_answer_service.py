@@ -13,9 +13,10 @@ from typing import Any, TypeVar
 
 import pytest
 
+from citedocs.answer.events import AnswerEvent, collect
 from citedocs.answer.prompt import REFUSAL_SENTENCE
 from citedocs.answer.retriever import McpRetriever
-from citedocs.answer.service import AnswerEvent, AnswerFailed, AnswerService, collect, validate_question
+from citedocs.answer.service import AnswerFailed, AnswerService, validate_question
 from citedocs.answer.stats import RollingStats, percentile
 from citedocs.errors import InputError
 from citedocs.llm.client import LLMClient

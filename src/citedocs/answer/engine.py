@@ -15,8 +15,9 @@ import asyncio
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any, Protocol
 
+from citedocs.answer.events import AnswerEvent, collect
 from citedocs.answer.retriever import LocalRetriever, Retriever, Searcher
-from citedocs.answer.service import AnswerEvent, AnswerService, collect
+from citedocs.answer.service import AnswerService
 from citedocs.errors import LLMError
 from citedocs.llm.chat import ChatModel
 from citedocs.llm.model import ModelHandle

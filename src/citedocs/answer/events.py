@@ -10,13 +10,18 @@ the model), and a citation's check is in `done.sentences`; docs/http-api.md list
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypedDict
 
 from citedocs.answer.quotes import QUOTES_LABEL, QuoteDict
+from citedocs.errors import AnswerFailed
+from citedocs.llm.chat import Finish
 
 __all__ = [
     "EVENT_NAMES",
+    "INTERNAL_HINT",
     "TERMINAL_EVENTS",
     "AnswerEvent",
     "DoneData",
@@ -24,13 +29,17 @@ __all__ = [
     "EventName",
     "TimingsData",
     "UsageData",
+    "cache_usage",
+    "collect",
     "done_data",
     "error_data",
+    "typed_event",
 ]
 
 EventName = Literal["fetching", "fetched", "sources", "evidence", "token", "done", "error"]
 EVENT_NAMES: Final = ("fetching", "fetched", "sources", "evidence", "token", "done", "error")
 TERMINAL_EVENTS: Final = frozenset({"done", "error"})
+INTERNAL_HINT: Final = "Try again; if it persists, report it with the trace id and the server log."
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,3 +165,52 @@ def error_data(
     if partial_text:
         data["partial"] = partial_text
     return data
+
+
+def cache_usage(finish: Finish) -> UsageData:
+    """llama.cpp's count of prompt tokens it took from its cache (`cache_n`) and read now (`prompt_n`)."""
+    timings = finish.server_timings or {}
+    out: UsageData = {}
+    if isinstance(timings.get("cache_n"), int | float):
+        out["cached_tokens"] = int(timings["cache_n"])
+    if isinstance(timings.get("prompt_n"), int | float):
+        out["read_tokens"] = int(timings["prompt_n"])
+    return out
+
+
+def typed_event(name: str, data: DoneData | ErrorData) -> AnswerEvent:
+    """A typed payload as the event's plain dict (what goes on the wire)."""
+    return AnswerEvent(name, dict(data))
+
+
+async def collect(events: AsyncGenerator[AnswerEvent, None]) -> dict[str, Any]:
+    """Run an answer's events to the end: `{"sources": [...], "evidence": [...], "fetched": [...], "query": {...},
+    **done}`, or raise AnswerFailed. `fetched` lists the site pages fetched for the answer (empty when none were
+    needed); `query` what retrieval searched (the `evidence` event's)."""
+    sources: list[dict[str, Any]] = []
+    evidence: list[dict[str, Any]] = []
+    fetched: list[dict[str, Any]] = []
+    note = None
+    query: dict[str, Any] | None = None
+    async with contextlib.aclosing(events) as stream:
+        async for event in stream:
+            if event.event == "sources":
+                sources, note = event.data["sources"], event.data.get("note")
+            elif event.event == "fetched":
+                fetched.append(event.data)
+            elif event.event == "evidence":
+                evidence, query = event.data["evidence"], event.data.get("query")
+            elif event.event == "done":
+                return {
+                    "sources": sources,
+                    "evidence": evidence,
+                    "fetched": fetched,
+                    "note": note,
+                    "query": query,
+                    **event.data,
+                }
+            elif event.event == "error":
+                raise AnswerFailed(event.data)
+    raise AnswerFailed(
+        dict(error_data("internal", "The answer ended without a result.", INTERNAL_HINT, None))
+    )

@@ -15,7 +15,7 @@ from typing import Any
 
 from citedocs.answer.conversation import Turn, keep_within_bounds, parse_history
 from citedocs.answer.engine import AnswerEngine, Library
-from citedocs.answer.service import AnswerEvent
+from citedocs.answer.events import AnswerEvent
 from citedocs.errors import CitedocsError
 
 __all__ = ["ask_async", "ask_blocking", "chat_blocking"]

@@ -37,13 +37,15 @@ from citedocs.answer.conversation import (
     parse_history,
 )
 from citedocs.answer.events import (
+    INTERNAL_HINT,
     AnswerEvent,
-    DoneData,
-    ErrorData,
     TimingsData,
     UsageData,
+    cache_usage,
+    collect,
     done_data,
     error_data,
+    typed_event,
 )
 from citedocs.answer.evidence import best_sentences, score_sentences
 from citedocs.answer.gate import GateDecision
@@ -77,7 +79,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MAX_QUESTION_CHARS = 2000
-_INTERNAL_HINT = "Try again; if it persists, report it with the trace id and the server log."
 ASK_FETCH_TIMEOUT_S = 15.0  # the longest an answer waits for the site pages it fetches first
 # The constants that decide what an answer is made of, under the names of the settings they once were: an
 # evaluation run records them beside its settings (eval/answers.py), so runs stay comparable. The evidence
@@ -297,7 +298,7 @@ class AnswerService:
         except Exception:
             log.exception("answer %s failed", prepared.trace.trace_id)
             terminal = self._error(
-                prepared, "internal", "An internal error stopped the answer.", _INTERNAL_HINT, reply.partial
+                prepared, "internal", "An internal error stopped the answer.", INTERNAL_HINT, reply.partial
             )
         if terminal is None:
             terminal = self._error(
@@ -325,11 +326,11 @@ class AnswerService:
         try:
             prepared = await self.prepare(question, k=k, mode=mode, source=source, history=history)
         except CitedocsError as exc:
-            yield _event("error", error_data("retrieval", exc.message, exc.hint, None))
+            yield typed_event("error", error_data("retrieval", exc.message, exc.hint, None))
             return
         except Exception:
             log.exception("retrieval failed")
-            yield _event(
+            yield typed_event(
                 "error",
                 error_data(
                     "retrieval",
@@ -377,7 +378,7 @@ class AnswerService:
             trace_id=prepared.trace.trace_id,
             quotes=[],
         )
-        return _event("done", done)
+        return typed_event("done", done)
 
     def _done(
         self, prepared: PreparedAnswer, raw: str, finish: Finish, ttft_ms: float | None, generation_ms: float
@@ -436,7 +437,7 @@ class AnswerService:
             "completion_tokens": usage.completion_tokens,
             "estimated": usage.estimated,
         }
-        usage_data.update(_cache_usage(finish))
+        usage_data.update(cache_usage(finish))
         done = done_data(
             answer=answer,
             raw_answer=raw,
@@ -455,7 +456,7 @@ class AnswerService:
             quotes=prepared.quotes("" if refused else answer, refused),
             asks_back=asks_back,
         )
-        return _event("done", done)
+        return typed_event("done", done)
 
     def _looped(self, messages: Sequence[Mapping[str, Any]], pieces: int) -> Finish:
         """The finish of a generation stopped because it looped: the server sent no usage, so it is estimated."""
@@ -480,24 +481,13 @@ class AnswerService:
         data = error_data(stage, message, hint, prepared.trace.trace_id, partial_text)
         if status is not None:
             data["upstream_status"] = status
-        return _event("error", data)
+        return typed_event("error", data)
 
     def _cancelled(self, prepared: PreparedAnswer, ttft_ms: float | None) -> None:
         total_ms = ms(time.perf_counter() - prepared.started)
         timings = {"retrieval_ms": prepared.retrieval_ms, "ttft_ms": ttft_ms, "total_ms": total_ms}
         self.stats.record(AnswerRecord("cancelled", timings))
         prepared.trace.finish({"cancelled": True}, error="client disconnected")
-
-
-def _cache_usage(finish: Finish) -> UsageData:
-    """llama.cpp's count of prompt tokens it took from its cache (`cache_n`) and read now (`prompt_n`)."""
-    timings = finish.server_timings or {}
-    out: UsageData = {}
-    if isinstance(timings.get("cache_n"), int | float):
-        out["cached_tokens"] = int(timings["cache_n"])
-    if isinstance(timings.get("prompt_n"), int | float):
-        out["read_tokens"] = int(timings["prompt_n"])
-    return out
 
 
 def validate_question(question: str) -> str:
@@ -513,41 +503,3 @@ def validate_question(question: str) -> str:
 
 def _plain(timings: TimingsData) -> dict[str, float | None]:
     return cast("dict[str, float | None]", timings)
-
-
-def _event(name: str, data: DoneData | ErrorData) -> AnswerEvent:
-    """A typed payload as the event's plain dict (what goes on the wire)."""
-    return AnswerEvent(name, dict(data))
-
-
-async def collect(events: AsyncGenerator[AnswerEvent, None]) -> dict[str, Any]:
-    """Run an answer's events to the end: `{"sources": [...], "evidence": [...], "fetched": [...], "query": {...},
-    **done}`, or raise AnswerFailed. `fetched` lists the site pages fetched for the answer (empty when none were
-    needed); `query` what retrieval searched (the `evidence` event's)."""
-    sources: list[dict[str, Any]] = []
-    evidence: list[dict[str, Any]] = []
-    fetched: list[dict[str, Any]] = []
-    note = None
-    query: dict[str, Any] | None = None
-    async with contextlib.aclosing(events) as stream:
-        async for event in stream:
-            if event.event == "sources":
-                sources, note = event.data["sources"], event.data.get("note")
-            elif event.event == "fetched":
-                fetched.append(event.data)
-            elif event.event == "evidence":
-                evidence, query = event.data["evidence"], event.data.get("query")
-            elif event.event == "done":
-                return {
-                    "sources": sources,
-                    "evidence": evidence,
-                    "fetched": fetched,
-                    "note": note,
-                    "query": query,
-                    **event.data,
-                }
-            elif event.event == "error":
-                raise AnswerFailed(event.data)
-    raise AnswerFailed(
-        dict(error_data("internal", "The answer ended without a result.", _INTERNAL_HINT, None))
-    )

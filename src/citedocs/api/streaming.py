@@ -20,8 +20,7 @@ from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, format_sse_event
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from citedocs.answer.events import AnswerEvent, error_data
-from citedocs.answer.service import collect
+from citedocs.answer.events import AnswerEvent, collect, error_data
 
 __all__ = ["PING_INTERVAL_S", "AnswerEventStream", "ClientGone", "encode_event", "run_until_disconnect"]
 

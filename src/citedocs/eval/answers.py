@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from citedocs.answer.citations import check_citations
-from citedocs.answer.service import ANSWER_CONSTANTS, AnswerFailed, collect
+from citedocs.answer.events import collect
+from citedocs.answer.service import ANSWER_CONSTANTS, AnswerFailed
 from citedocs.errors import LLMError
 from citedocs.eval.bootstrap import columns, summarize
 from citedocs.eval.cases import Case, sample_cases
