@@ -33,6 +33,8 @@ __all__ = [
     "HISTORY_PROMPT_CHARS",
     "MAX_HISTORY_CHARS",
     "MAX_TURNS",
+    "STANDALONE_ANSWER_TERMS",
+    "STANDALONE_TERMS",
     "FollowUpQuery",
     "Turn",
     "carried_words",
@@ -43,6 +45,7 @@ __all__ = [
     "is_asking_back",
     "keep_within_bounds",
     "parse_history",
+    "standalone_words",
     "summary",
 ]
 
@@ -58,6 +61,15 @@ SUMMARY_CHARS = 200
 # for 0.738 and the gate refused 0.149; 8 and 16: 0.816 and 0.035 (12 or 16 from questions: within 0.02).
 CARRY_TERMS = 8
 CARRY_ANSWER_TERMS = 16
+# The standalone rewrite (the question made to stand alone) adds only the nearest context: the first salient
+# words of the last questions and of the last answer, where a follow-up's subject was just named. All the
+# carried words are the third query, and the relevance gate reads them all. With the whole context in the
+# rewrite too, two of the three fused rankings searched the earlier topic, and a follow-up that names a new
+# subject ("What is a safe room?") lost its own first passage to it. On the 141 MTRAG follow-ups a reference
+# ranked first for 120 instead of 115 (keyword) and 128 instead of 123 (hybrid); Japanese unchanged (21 of 25
+# in both); 3 and 3 words: 117 / 126, 5 and 5: 119 / 128, 6 and 6: 117 / 129 (bench/bench_followups.py).
+STANDALONE_TERMS = 4
+STANDALONE_ANSWER_TERMS = 4
 # A follow-up with more content terms than this passes the gate on its context only if the passage that holds
 # most of its rewrite holds one of its own words: a longer question that shares no word with what its
 # conversation finds starts a new topic. Of the off-topic-40 questions asked as follow-ups of MTRAG
@@ -100,9 +112,9 @@ class Turn:
 @dataclass(frozen=True, slots=True)
 class FollowUpQuery:
     """What retrieval searched for a question: the literal question and, for a follow-up, its standalone
-    rewrite (the question, the words the model says it refers to, the carried words) and who wrote it ("model"
-    when the model's words are in it, else "terms"), and the carried words alone; `ms` is what writing it cost,
-    `fallback` why the model's words are not in it."""
+    rewrite (the question, the words the model says it refers to, the `standalone_words`) and who wrote it
+    ("model" when the model's words are in it, else "terms"), and all the carried words; `ms` is what writing
+    it cost, `fallback` why the model's words are not in it."""
 
     question: str
     rewrite: str | None = None
@@ -118,8 +130,14 @@ class FollowUpQuery:
 
     @property
     def context(self) -> str:
-        """The question with its context, for the relevance gate and the evidence sentences."""
-        return self.rewrite or self.question
+        """The question with all its context (the rewrite and the carried words it lacks), for the relevance
+        gate and the evidence sentences: whether the documents cover a follow-up depends on the whole
+        conversation, not only on its nearest words."""
+        if not self.rewrite or not self.carried:
+            return self.rewrite or self.question
+        have = {w.lower() for w in self.rewrite.split()}
+        more = [w for w in self.carried.split() if w.lower() not in have]
+        return " ".join([self.rewrite, *more])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -225,11 +243,19 @@ def carried_words(
     return added
 
 
+def standalone_words(history: Sequence[Turn], question: str) -> list[str]:
+    """The words the standalone rewrite adds to `question`: the nearest of its `carried_words` (at most
+    `STANDALONE_TERMS` of the earlier questions, newest first, and `STANDALONE_ANSWER_TERMS` of the last
+    answer)."""
+    return carried_words(history, question, limit=STANDALONE_TERMS, answer_limit=STANDALONE_ANSWER_TERMS)
+
+
 def fuse_rankings(rankings: Sequence[Sequence[Hit]], weights: Sequence[float] | None = None) -> list[Hit]:
     """Hits of several searches as one list by reciprocal-rank fusion (a hit once, its first copy).
 
-    A follow-up's rankings are the literal question's, its rewrite's and the carried words' alone, weighted
-    alike, with `FUSION_K`: a passage that both the question and its context find ranks first. Two lists (the
+    A follow-up's rankings are the literal question's, its standalone rewrite's (the question and its nearest
+    context) and all the carried words' alone, weighted alike, with `FUSION_K`: no context, a little, all of
+    it; a passage that both the question and its context find ranks first. Two lists (the
     question and its rewrite, which holds the question's words too) favour what the question alone matches:
     on the 25 Japanese follow-ups a reference ranked first for 0.40 instead of 0.64, in the prompt for 0.80
     instead of 0.92; on MTRAG 0.830 and 0.915 against 0.816 and 0.915 (docs/conversations.md)."""
