@@ -47,7 +47,7 @@ from citedocs.answer.conversation import (
     Turn,
     carried_words,
     compact_history,
-    standalone_words,
+    follow_up_words,
 )
 from citedocs.answer.prompt import new_fence
 from citedocs.answer.retriever import LocalRetriever
@@ -68,6 +68,7 @@ EVAL = Path(__file__).resolve().parents[1] / "eval" / "cases"
 MTRAG = SHARED_DATA / "mtrag-dev"
 FOLLOW_UPS = ("Follow-up", "Clarification")
 SAVE_REPLIES = ""
+REPLIES = ""
 
 
 def mtrag_tasks(answerable: bool = True) -> list[dict[str, Any]]:
@@ -135,7 +136,7 @@ async def measure(service: AnswerService, case: dict[str, Any], history: bool) -
 
 def deterministic(history: list[Turn], question: str) -> tuple[list[str], list[str]]:
     """What the rewriter computes without a model: the carried words and the standalone rewrite's."""
-    return carried_words(history, question), standalone_words(history, question)
+    return follow_up_words(history, question)
 
 
 def whole_context(case: dict[str, Any], named: str | None = None) -> FollowUpQuery:
@@ -276,9 +277,27 @@ def model_retrieval(
     return asyncio.run(run_all())
 
 
+def load_replies(path: str, name: str, cases: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The replies an earlier run saved (--save-replies) for these cases, to measure retrieval with them in
+    another mode without asking the model again."""
+    by_id: dict[str, dict[str, dict[str, Any]]] = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        saved = json.loads(line)
+        if saved["set"] == name:
+            for n, case_id in enumerate(saved["ids"]):
+                by_id[case_id] = {design: saved[design][n] for design in DESIGNS}
+    missing = [c["id"] for c in cases if c["id"] not in by_id]
+    if missing:
+        raise SystemExit(
+            f"{path} holds no replies for {len(missing)} {name} cases; ask the model (--llm-base-url)."
+        )
+    return {design: [by_id[c["id"]][design] for c in cases] for design in DESIGNS}
+
+
 def report_model(name: str, base_url: str, app: Citedocs, cases: list[dict[str, Any]]) -> None:
-    print(f"\n## {name}: the model's rewrite, {len(cases)} cases, {base_url}")
-    replies = asyncio.run(model_rewrites(base_url, cases))
+    source = f"replayed from {REPLIES}" if REPLIES else base_url
+    print(f"\n## {name}: the model's rewrite, {len(cases)} cases, {source}")
+    replies = load_replies(REPLIES, name, cases) if REPLIES else asyncio.run(model_rewrites(base_url, cases))
     if SAVE_REPLIES:
         with Path(SAVE_REPLIES).open("a", encoding="utf-8") as out:
             out.write(
@@ -386,11 +405,14 @@ def main() -> None:
         help="build the indexes in this folder and reuse them on the next run (embedding takes minutes)",
     )
     parser.add_argument(
+        "--replies", default="", help="use the model's replies saved by --save-replies instead of asking it"
+    )
+    parser.add_argument(
         "--save-replies", default="", help="append the model's replies to this JSON-lines file"
     )
     args = parser.parse_args()
-    global SAVE_REPLIES
-    SAVE_REPLIES = args.save_replies
+    global SAVE_REPLIES, REPLIES
+    SAVE_REPLIES, REPLIES = args.save_replies, args.replies
     for key, value in header().items():
         print(f"{key}: {value}")
     print("machine shared with other jobs: timings are noisy")
@@ -414,7 +436,7 @@ def main() -> None:
             report_unanswerable(
                 app, asked, "off-topic-40 questions asked as follow-ups of MTRAG conversations"
             )
-            if args.llm_base_url:
+            if args.llm_base_url or args.replies:
                 report_model("MTRAG", args.llm_base_url, app, cases[: args.model_cases])
             app.close()
         if args.only in (None, "ja"):
@@ -428,7 +450,7 @@ def main() -> None:
             app.index()
             app.wait_for_embeddings()
             report("Japanese (eval/cases/ja-followups.jsonl)", app, cases, args.mode)
-            if args.llm_base_url:
+            if args.llm_base_url or args.replies:
                 report_model("Japanese", args.llm_base_url, app, cases[: args.model_cases])
             app.close()
 

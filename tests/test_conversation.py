@@ -27,6 +27,7 @@ from citedocs.answer.conversation import (
     carry_terms,
     compact_history,
     follow_up_gate,
+    follow_up_words,
     fuse_rankings,
     is_asking_back,
     keep_within_bounds,
@@ -174,6 +175,7 @@ def test_the_standalone_rewrite_adds_the_nearest_context_and_the_third_query_all
     assert query.searched == [SAFE_ROOM, query.rewrite, query.carried]
     assert set(carried) <= set(query.context.split()) and query.context.startswith(query.rewrite)
     assert FollowUpQuery(SAFE_ROOM).context == SAFE_ROOM
+    assert follow_up_words(turns, SAFE_ROOM) == (carried, nearest)  # both from one pass of the analyzer
 
 
 def test_fusion_keeps_each_hit_once_and_ranks_first_what_both_find() -> None:

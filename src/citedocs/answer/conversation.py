@@ -41,6 +41,7 @@ __all__ = [
     "carry_terms",
     "compact_history",
     "follow_up_gate",
+    "follow_up_words",
     "fuse_rankings",
     "is_asking_back",
     "keep_within_bounds",
@@ -219,35 +220,56 @@ def carried_words(
 ) -> list[str]:
     """The salient words of the earlier questions (newest first) that `question` does not already hold, at
     most `limit`, then at most `answer_limit` of the last answer (not a refusal), as written."""
-    if not history:
-        return []
-    have = _keys(salient_words(question))
-    added: list[str] = []
-
-    def take(text: str, most: int) -> None:
-        taken = 0
-        for word in salient_words(text):
-            if len(added) >= limit + answer_limit or taken >= most:
-                return
-            if word.lower() not in have and word.lower() not in CONVERSATION_WORDS:
-                have.add(word.lower())
-                added.append(word)
-                taken += 1
-
-    users = [t.content for t in history if t.role == "user"]
-    for text in reversed(users):
-        take(text, limit - len(added))
-    answers = [t.content for t in history if t.role == "assistant" and not is_refusal(t.content)]
-    if answers and answer_limit:
-        take(CITATION_RE.sub(" ", answers[-1]), answer_limit)
-    return added
+    return _Analysed(history, question).carry(limit, answer_limit)
 
 
 def standalone_words(history: Sequence[Turn], question: str) -> list[str]:
     """The words the standalone rewrite adds to `question`: the nearest of its `carried_words` (at most
     `STANDALONE_TERMS` of the earlier questions, newest first, and `STANDALONE_ANSWER_TERMS` of the last
     answer)."""
-    return carried_words(history, question, limit=STANDALONE_TERMS, answer_limit=STANDALONE_ANSWER_TERMS)
+    return _Analysed(history, question).carry(STANDALONE_TERMS, STANDALONE_ANSWER_TERMS)
+
+
+def follow_up_words(history: Sequence[Turn], question: str) -> tuple[list[str], list[str]]:
+    """`carried_words` and `standalone_words` at once, the turns analysed once (not twice)."""
+    analysed = _Analysed(history, question)
+    return analysed.carry(CARRY_TERMS, CARRY_ANSWER_TERMS), analysed.carry(
+        STANDALONE_TERMS, STANDALONE_ANSWER_TERMS
+    )
+
+
+class _Analysed:
+    """The salient words of a follow-up, of the earlier questions (newest first) and of the last answer that
+    is not a refusal, each text through the analyzer once."""
+
+    def __init__(self, history: Sequence[Turn], question: str) -> None:
+        self.question = _keys(salient_words(question)) if history else set()
+        users = [t.content for t in history if t.role == "user"]
+        self.asked = [salient_words(text) for text in reversed(users)]
+        answers = [t.content for t in history if t.role == "assistant" and not is_refusal(t.content)]
+        self.answered = salient_words(CITATION_RE.sub(" ", answers[-1])) if answers else []
+
+    def carry(self, limit: int, answer_limit: int) -> list[str]:
+        """At most `limit` words of the questions, then `answer_limit` of the answer, that the follow-up
+        does not hold (nor `CONVERSATION_WORDS`), as written."""
+        have = set(self.question)
+        added: list[str] = []
+
+        def take(words: list[str], most: int) -> None:
+            taken = 0
+            for word in words:
+                if len(added) >= limit + answer_limit or taken >= most:
+                    return
+                if word.lower() not in have and word.lower() not in CONVERSATION_WORDS:
+                    have.add(word.lower())
+                    added.append(word)
+                    taken += 1
+
+        for words in self.asked:
+            take(words, limit - len(added))
+        if answer_limit:
+            take(self.answered, answer_limit)
+        return added
 
 
 def fuse_rankings(rankings: Sequence[Sequence[Hit]], weights: Sequence[float] | None = None) -> list[Hit]:

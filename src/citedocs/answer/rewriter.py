@@ -21,8 +21,7 @@ from citedocs.answer.conversation import (
     CITATION_RE,
     FollowUpQuery,
     Turn,
-    carried_words,
-    standalone_words,
+    follow_up_words,
     summary,
 )
 from citedocs.answer.stats import ms
@@ -156,8 +155,8 @@ class FollowUpRewriter:
             except Exception as exc:  # the rewrite is an optimisation: any failure falls back, never fails
                 fallback = f"the model's rewrite failed ({type(exc).__name__})"
                 log.info("follow-up rewrite by the model failed: %s", exc)
-        carried = carried_words(history, question)
-        added = " ".join(([named] if named else []) + standalone_words(history, question))
+        carried, nearest = follow_up_words(history, question)
+        added = " ".join(([named] if named else []) + nearest)
         by = "model" if named else "terms" if carried else None
         return FollowUpQuery(
             question,
