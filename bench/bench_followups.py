@@ -20,6 +20,10 @@ answer service uses (`answer/rewriter.py` `rewrite_messages`: the words the foll
 earlier one (the whole question rewritten from the compact history), alternating which goes first; prints each
 reply, the latency with the server's token counts and speeds and the load average, and the retrieval rows with
 each design's reply (the referent words through the service's own rewriter, with the carried words).
+`--save-replies FILE` keeps the replies and `--replies FILE` measures retrieval with them instead of asking the
+model (in another retrieval mode, say); `--keep DIR` builds the indexes there once and reuses them (embedding
+both corpora takes minutes). Each retrieval table has a "before" row, measured in the same run: the design
+before 2026-12-06-d, where the standalone rewrite held every carried word instead of the nearest ones.
 """
 
 from __future__ import annotations
