@@ -20,6 +20,10 @@ answer service uses (`answer/rewriter.py` `rewrite_messages`: the words the foll
 earlier one (the whole question rewritten from the compact history), alternating which goes first; prints each
 reply, the latency with the server's token counts and speeds and the load average, and the retrieval rows with
 each design's reply (the referent words through the service's own rewriter, with the carried words).
+`--save-replies FILE` keeps the replies and `--replies FILE` measures retrieval with them instead of asking the
+model (in another retrieval mode, say); `--keep DIR` builds the indexes there once and reuses them (embedding
+both corpora takes minutes). Each retrieval table has a "before" row, measured in the same run: the design
+before 2026-12-06-d, where the standalone rewrite held every carried word instead of the nearest ones.
 """
 
 from __future__ import annotations
@@ -42,7 +46,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _env import SHARED_DATA, header
 
-from citedocs.answer.conversation import FollowUpQuery, Turn, carry_terms, compact_history
+from citedocs.answer.conversation import (
+    FollowUpQuery,
+    Turn,
+    carried_words,
+    compact_history,
+    follow_up_words,
+)
 from citedocs.answer.prompt import new_fence
 from citedocs.answer.retriever import LocalRetriever
 from citedocs.answer.rewriter import (
@@ -62,6 +72,7 @@ EVAL = Path(__file__).resolve().parents[1] / "eval" / "cases"
 MTRAG = SHARED_DATA / "mtrag-dev"
 FOLLOW_UPS = ("Follow-up", "Clarification")
 SAVE_REPLIES = ""
+REPLIES = ""
 
 
 def mtrag_tasks(answerable: bool = True) -> list[dict[str, Any]]:
@@ -100,11 +111,13 @@ def ja_case(raw: dict[str, Any]) -> dict[str, Any]:
 
 def build_mtrag_corpus(root: Path) -> Path:
     folder = root / "mtrag"
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     for line in (MTRAG / "passages.jsonl").read_text(encoding="utf-8").splitlines():
         passage = json.loads(line)
         text = f"# {passage['title']}\n\n{passage['text']}\n"
-        (folder / f"{passage['document_id']}.md").write_text(text, encoding="utf-8")
+        path = folder / f"{passage['document_id']}.md"
+        if not path.exists():  # a kept index (--keep) finds its files unchanged
+            path.write_text(text, encoding="utf-8")
     return folder
 
 
@@ -125,10 +138,24 @@ async def measure(service: AnswerService, case: dict[str, Any], history: bool) -
     }
 
 
+def deterministic(history: list[Turn], question: str) -> tuple[list[str], list[str]]:
+    """What the rewriter computes without a model: the carried words and the standalone rewrite's."""
+    return follow_up_words(history, question)
+
+
+def whole_context(case: dict[str, Any], named: str | None = None) -> FollowUpQuery:
+    """The design before 2026-12-06-d: the standalone rewrite held every carried word (after the model's
+    words), so two of the three fused rankings searched the whole conversation."""
+    question, carried = case["question"], carried_words(case["history"], case["question"])
+    added = ([named] if named else []) + carried
+    rewrite = " ".join([question, *added]) if added else None
+    return FollowUpQuery(question, rewrite, "model" if named else "terms", carried=" ".join(carried) or None)
+
+
 def rewrite_ms(cases: list[dict[str, Any]], rounds: int = 5) -> list[float]:
     out = []
     for case in cases:
-        best = min(_timed(lambda c=case: carry_terms(c["history"], c["question"])) for _ in range(rounds))
+        best = min(_timed(lambda c=case: deterministic(c["history"], c["question"])) for _ in range(rounds))
         out.append(best)
     return out
 
@@ -222,13 +249,15 @@ def model_retrieval(
     app: Citedocs, cases: list[dict[str, Any]], replies: dict[str, list[dict[str, Any]]]
 ) -> dict[str, list[dict[str, Any]]]:
     """The rows with the model's replies: its referent words through the answer service's own rewriter
-    (with the carried words), the whole rewrite searched beside the literal question as before."""
+    (with the standalone rewrite's words; and with every carried word, as before 2026-12-06-d), the whole
+    rewrite searched beside the literal question as before 2026-12-06-b."""
     service = AnswerService(LocalRetriever(app, wait_for_model=True), None, app.settings)
 
     async def run_all() -> dict[str, list[dict[str, Any]]]:
         rows: dict[str, list[dict[str, Any]]] = {
             "no model (deterministic)": [await measure(service, case, True) for case in cases],
             "model's referent words": [],
+            "model's referent words, every carried word in the rewrite (before)": [],
             "model's whole rewrite": [],
         }
         for case, referent, whole in zip(cases, replies["referent"], replies["whole"], strict=True):
@@ -237,6 +266,11 @@ def model_retrieval(
             )
             service.rewriter = Searched(query)  # type: ignore[assignment]
             rows["model's referent words"].append(await measure(service, case, True))
+            named = parse_rewrite(referent["text"], case["history"])
+            service.rewriter = Searched(whole_context(case, named))
+            rows["model's referent words, every carried word in the rewrite (before)"].append(
+                await measure(service, case, True)
+            )
             rewrite = parse_whole(whole["text"], case["question"])
             service.rewriter = Searched(
                 FollowUpQuery(case["question"], rewrite, "model" if rewrite else None)
@@ -247,9 +281,27 @@ def model_retrieval(
     return asyncio.run(run_all())
 
 
+def load_replies(path: str, name: str, cases: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The replies an earlier run saved (--save-replies) for these cases, to measure retrieval with them in
+    another mode without asking the model again."""
+    by_id: dict[str, dict[str, dict[str, Any]]] = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        saved = json.loads(line)
+        if saved["set"] == name:
+            for n, case_id in enumerate(saved["ids"]):
+                by_id[case_id] = {design: saved[design][n] for design in DESIGNS}
+    missing = [c["id"] for c in cases if c["id"] not in by_id]
+    if missing:
+        raise SystemExit(
+            f"{path} holds no replies for {len(missing)} {name} cases; ask the model (--llm-base-url)."
+        )
+    return {design: [by_id[c["id"]][design] for c in cases] for design in DESIGNS}
+
+
 def report_model(name: str, base_url: str, app: Citedocs, cases: list[dict[str, Any]]) -> None:
-    print(f"\n## {name}: the model's rewrite, {len(cases)} cases, {base_url}")
-    replies = asyncio.run(model_rewrites(base_url, cases))
+    source = f"replayed from {REPLIES}" if REPLIES else base_url
+    print(f"\n## {name}: the model's rewrite, {len(cases)} cases, {source}")
+    replies = load_replies(REPLIES, name, cases) if REPLIES else asyncio.run(model_rewrites(base_url, cases))
     if SAVE_REPLIES:
         with Path(SAVE_REPLIES).open("a", encoding="utf-8") as out:
             out.write(
@@ -320,10 +372,17 @@ def report(name: str, app: Citedocs, cases: list[dict[str, Any]], mode: str) -> 
     service = AnswerService(LocalRetriever(app, wait_for_model=True), None, settings)
 
     async def run_all() -> dict[str, list[dict[str, Any]]]:
-        return {
+        rows = {
             label: [await measure(service, c, flag) for c in cases]
             for label, flag in (("alone", False), ("history", True))
         }
+        before = []
+        for case in cases:
+            service.rewriter = Searched(whole_context(case))  # type: ignore[assignment]
+            before.append(await measure(service, case, True))
+        service.rewriter = FollowUpRewriter()
+        rows["history, every carried word in the rewrite (before)"] = before
+        return rows
 
     started = time.perf_counter()
     results = asyncio.run(run_all())
@@ -345,21 +404,31 @@ def main() -> None:
     parser.add_argument("--llm-base-url", default="", help="time the model's rewrite against this server")
     parser.add_argument("--model-cases", type=int, default=12, help="cases per set for the model's rewrite")
     parser.add_argument(
+        "--keep",
+        default="",
+        help="build the indexes in this folder and reuse them on the next run (embedding takes minutes)",
+    )
+    parser.add_argument(
+        "--replies", default="", help="use the model's replies saved by --save-replies instead of asking it"
+    )
+    parser.add_argument(
         "--save-replies", default="", help="append the model's replies to this JSON-lines file"
     )
     args = parser.parse_args()
-    global SAVE_REPLIES
-    SAVE_REPLIES = args.save_replies
+    global SAVE_REPLIES, REPLIES
+    SAVE_REPLIES, REPLIES = args.save_replies, args.replies
     for key, value in header().items():
         print(f"{key}: {value}")
     print("machine shared with other jobs: timings are noisy")
     embedder = "none" if args.mode == "keyword" else "auto"
     with tempfile.TemporaryDirectory(prefix="citedocs-followups-") as tmp:
-        root = Path(tmp)
+        root = Path(args.keep or tmp)
+        root.mkdir(parents=True, exist_ok=True)
         if args.only in (None, "mtrag"):
             cases = [mtrag_case(t) for t in mtrag_tasks()]
             cases = cases[: args.limit] if args.limit else cases
-            app = Citedocs(Settings(db=str(root / "mtrag.sqlite3"), embedder=embedder, search_mode=args.mode))
+            db = root / f"mtrag-{args.mode}.sqlite3"
+            app = Citedocs(Settings(db=str(db), embedder=embedder, search_mode=args.mode))
             app.add_folder(build_mtrag_corpus(root))
             app.add_folder(SHARED_DATA / "claude-docs-qa" / "docs")
             app.index()
@@ -371,19 +440,21 @@ def main() -> None:
             report_unanswerable(
                 app, asked, "off-topic-40 questions asked as follow-ups of MTRAG conversations"
             )
-            if args.llm_base_url:
+            if args.llm_base_url or args.replies:
                 report_model("MTRAG", args.llm_base_url, app, cases[: args.model_cases])
             app.close()
         if args.only in (None, "ja"):
             raw = (EVAL / "ja-followups.jsonl").read_text(encoding="utf-8").splitlines()
             cases = [ja_case(json.loads(line)) for line in raw if line.strip()]
             cases = cases[: args.limit] if args.limit else cases
-            app = Citedocs(Settings(db=str(root / "ja.sqlite3"), embedder=embedder, search_mode=args.mode))
+            app = Citedocs(
+                Settings(db=str(root / f"ja-{args.mode}.sqlite3"), embedder=embedder, search_mode=args.mode)
+            )
             app.add_folder(SHARED_DATA / "ja-developers-reference" / "docs")
             app.index()
             app.wait_for_embeddings()
             report("Japanese (eval/cases/ja-followups.jsonl)", app, cases, args.mode)
-            if args.llm_base_url:
+            if args.llm_base_url or args.replies:
                 report_model("Japanese", args.llm_base_url, app, cases[: args.model_cases])
             app.close()
 

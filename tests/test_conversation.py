@@ -22,19 +22,28 @@ from mcp.client import Client
 from citedocs.answer.conversation import (
     MAX_HISTORY_CHARS,
     MAX_TURNS,
+    FollowUpQuery,
     Turn,
     carry_terms,
     compact_history,
     follow_up_gate,
+    follow_up_words,
     fuse_rankings,
     is_asking_back,
     keep_within_bounds,
     parse_history,
+    standalone_words,
     summary,
 )
 from citedocs.answer.gate import relevance_decision
 from citedocs.answer.prompt import build_messages
-from citedocs.answer.rewriter import REWRITE_MAX_TOKENS, REWRITE_SYSTEM, parse_rewrite, rewrite_messages
+from citedocs.answer.rewriter import (
+    REWRITE_MAX_TOKENS,
+    REWRITE_SYSTEM,
+    FollowUpRewriter,
+    parse_rewrite,
+    rewrite_messages,
+)
 from citedocs.api import create_app
 from citedocs.api.limits import MAX_BODY_BYTES
 from citedocs.errors import InputError
@@ -137,6 +146,36 @@ def test_the_deterministic_rewrite_works_in_japanese() -> None:
     added = rewrite.split()[1:]
     assert "遅延" in added and "DELAYED" in added and "キュー" in added
     assert not {"何", "です", "か", "為る", "とは"} & set(added)  # grammar and empty verbs are not carried
+
+
+# An emergency kit, then where to keep it: the last exchange names the kit's place, the first one the kit.
+KIT_HISTORY = [
+    {"role": "user", "content": "What should go into an emergency supply kit for floods and storms?"},
+    {
+        "role": "assistant",
+        "content": "Pack water, canned food, a flashlight and batteries in the emergency supply kit.",
+    },
+    {"role": "user", "content": "Which dry place of the house should store it?"},
+    {"role": "assistant", "content": "A dry place of the house, away from heat."},
+]
+SAFE_ROOM = "What is a safe room?"
+
+
+def test_the_standalone_rewrite_adds_the_nearest_context_and_the_third_query_all_of_it() -> None:
+    """Three queries from no context to all of it: the question, the question with the nearest context (the
+    first words of the last question and answer), and every carried word; the gate reads them all."""
+    turns = parse_history(KIT_HISTORY)
+    query = asyncio.run(FollowUpRewriter().query(None, SAFE_ROOM, turns))
+    nearest = standalone_words(turns, SAFE_ROOM)
+    assert query.by == "terms" and query.rewrite == f"{SAFE_ROOM} {' '.join(nearest)}"
+    assert {"dry", "place", "house", "store", "heat"} <= set(nearest)
+    assert not {"emergency", "supply", "kit"} & set(nearest)  # the older question's
+    carried = (query.carried or "").split()
+    assert set(nearest) < set(carried) and {"emergency", "supply", "kit"} <= set(carried)
+    assert query.searched == [SAFE_ROOM, query.rewrite, query.carried]
+    assert set(carried) <= set(query.context.split()) and query.context.startswith(query.rewrite)
+    assert FollowUpQuery(SAFE_ROOM).context == SAFE_ROOM
+    assert follow_up_words(turns, SAFE_ROOM) == (carried, nearest)  # both from one pass of the analyzer
 
 
 def test_fusion_keeps_each_hit_once_and_ranks_first_what_both_find() -> None:
@@ -253,9 +292,11 @@ def scripted(rewrite: Reply | None) -> Any:
 
 
 @contextlib.contextmanager
-def running(tmp_path: Path, rewrite: Reply | None) -> Iterator[tuple[str, FakeOpenAI]]:
+def running(
+    tmp_path: Path, rewrite: Reply | None, docs: Path | None = None
+) -> Iterator[tuple[str, FakeOpenAI]]:
     library = Citedocs(Settings(db=str(tmp_path / "index.sqlite3"), embedder="none"))
-    library.add_folder(docs_folder(tmp_path))
+    library.add_folder(docs or docs_folder(tmp_path))
     library.index()
     with FakeOpenAI(responder=scripted(rewrite)) as fake:
         llm = LLMClient(fake.base_url, "fake", read_timeout_s=2.0, backoff_s=0.01)
@@ -273,8 +314,9 @@ def test_a_follow_up_alone_is_refused_and_with_its_history_answered_over_http(tm
             assert response.status_code == 200
             events = dict(read_sse(response))
     query = events["evidence"]["query"]
-    carried = carry_terms(parse_history(HISTORY), FOLLOW_UP) or ""
-    assert query["by"] == "model" and query["rewrite"] == f"{FOLLOW_UP} {REWRITE}{carried[len(FOLLOW_UP) :]}"
+    turns = parse_history(HISTORY)
+    nearest, carried = " ".join(standalone_words(turns, FOLLOW_UP)), carry_terms(turns, FOLLOW_UP) or ""
+    assert query["by"] == "model" and query["rewrite"] == f"{FOLLOW_UP} {REWRITE} {nearest}"
     assert query["searched"] == [FOLLOW_UP, query["rewrite"], carried[len(FOLLOW_UP) :].strip()]
     assert events["sources"]["sources"][0]["path"].endswith("errors.md")
     done = events["done"]
@@ -287,6 +329,56 @@ def test_a_follow_up_alone_is_refused_and_with_its_history_answered_over_http(tm
     prompt = answer_request.body["messages"][1]["content"]
     assert f"Q: {FIRST}" in prompt and "A: Error 529 means the API is overloaded." in prompt
     assert FIRST_ANSWER not in prompt  # the earlier answer's [1] numbered another turn's sources
+
+
+def kit_folder(tmp_path: Path) -> Path:
+    docs = tmp_path / "kit-docs"
+    docs.mkdir()
+    pages = {
+        "safe-room.md": "# Safe rooms\n\nA safe room is a hardened room of the house, the place to shelter from "
+        "tornadoes and hurricanes.\n",
+        "kit.md": "# Emergency supply kit\n\nBefore floods and storms, pack an emergency supply kit with water, "
+        "canned food, a flashlight and batteries. Keep it safe and dry.\n",
+        "storage.md": "# Storing food\n\nStore canned food in a dry, cool place of the house.\n",
+        "garage.md": "# The garage\n\nA garage is a dry place to store tools, away from the house.\n",
+    }
+    for name, text in pages.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    return docs
+
+
+def test_a_follow_up_that_names_a_new_subject_finds_it_first_over_http(tmp_path: Path) -> None:
+    """ "What is a safe room?" after a talk about an emergency kit names its own subject. With every carried
+    word in the rewrite too, two of the three rankings searched the kit and put it first (kit.md holds
+    "safe" as well); the rewrite with the nearest context only lets the question's own words lead."""
+    body = {"question": SAFE_ROOM, "history": KIT_HISTORY}
+    with (
+        running(tmp_path, Reply(tokens=["NONE"]), kit_folder(tmp_path)) as (url, _),
+        httpx.stream("POST", f"{url}/ask", json=body) as response,
+    ):
+        events = dict(read_sse(response))
+    assert events["evidence"]["query"]["by"] == "terms"
+    assert [s["path"].rsplit("/", 1)[-1] for s in events["sources"]["sources"][:2]] == [
+        "safe-room.md",
+        "kit.md",
+    ]
+
+
+def test_the_gate_reads_the_whole_conversation_not_only_the_rewrites_nearest_words(tmp_path: Path) -> None:
+    """The last exchange is about busy times; error 529, the subject, was named before it. The rewrite holds
+    only the nearest words, the gate reads all the carried ones: the follow-up is answered, not refused."""
+    history = [
+        {"role": "user", "content": "What does error 529 mean for the API?"},
+        {"role": "assistant", "content": "It means the API is overloaded."},
+        {"role": "user", "content": "Is that common when many clients send requests at once?"},
+        {"role": "assistant", "content": "Yes, at busy times many clients see it."},
+    ]
+    question = "How long should I wait?"
+    with running(tmp_path, None) as (url, _):
+        data = httpx.post(f"{url}/ask?stream=false", json={"question": question, "history": history}).json()
+    query = data["data"]["query"]
+    assert "529" not in query["rewrite"] and "529" in query["searched"][2]
+    assert not data["data"]["refused"] and data["data"]["citations"] == [1]
 
 
 def test_without_the_model_rewrite_the_terms_rewrite_is_searched_in_json_mode(tmp_path: Path) -> None:

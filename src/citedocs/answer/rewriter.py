@@ -1,6 +1,6 @@
-"""The query a follow-up question searches: the question with the conversation's salient words
-(answer/conversation.py `carried_words`, no model needed), and in front of them, when a model is loaded and
-quick, the words the model says the follow-up refers to ("it" -> "error 529").
+"""The queries a follow-up question searches: the question with its nearest context (answer/conversation.py
+`standalone_words`, no model needed), and in front of them, when a model is loaded and quick, the words the
+model says the follow-up refers to ("it" -> "error 529"); and all the conversation's salient words.
 
 The model names the referent instead of rewriting the whole question: it reads only the last earlier questions
 and the first sentence of the last answer (not whole turns), after a fixed system message llama.cpp keeps in its
@@ -17,7 +17,13 @@ import re
 import time
 from collections.abc import Sequence
 
-from citedocs.answer.conversation import CITATION_RE, FollowUpQuery, Turn, carried_words, summary
+from citedocs.answer.conversation import (
+    CITATION_RE,
+    FollowUpQuery,
+    Turn,
+    follow_up_words,
+    summary,
+)
 from citedocs.answer.stats import ms
 from citedocs.llm.chat import ChatModel
 from citedocs.text.analyzer import salient_words
@@ -120,8 +126,9 @@ class FollowUpRewriter:
         self._rests_until = 0.0  # time.monotonic() before which the model is not asked
 
     async def query(self, llm: ChatModel | None, question: str, history: Sequence[Turn]) -> FollowUpQuery:
-        """The query a follow-up searches: the question with the earlier turns' salient words, with the words
-        the model says it refers to in front of them when a model is loaded and answers in time."""
+        """The queries a follow-up searches: the question with its nearest context (`standalone_words`), with
+        the words the model says it refers to in front of them when a model is loaded and answers in time; and
+        all the earlier turns' salient words (`carried_words`)."""
         if not history:
             return FollowUpQuery(question)
         started = time.perf_counter()
@@ -148,8 +155,8 @@ class FollowUpRewriter:
             except Exception as exc:  # the rewrite is an optimisation: any failure falls back, never fails
                 fallback = f"the model's rewrite failed ({type(exc).__name__})"
                 log.info("follow-up rewrite by the model failed: %s", exc)
-        carried = carried_words(history, question)
-        added = " ".join(([named] if named else []) + carried)
+        carried, nearest = follow_up_words(history, question)
+        added = " ".join(([named] if named else []) + nearest)
         by = "model" if named else "terms" if carried else None
         return FollowUpQuery(
             question,

@@ -210,7 +210,8 @@ class AnswerService:
 
     def _gate(self, query: FollowUpQuery, hits: Sequence[Hit]) -> GateDecision:
         """The relevance gate on the question, and for a follow-up on the question with its context."""
-        return follow_up_gate(query.question, query.rewrite, hits, self.relevance_threshold)
+        context = query.context if query.rewrite else None
+        return follow_up_gate(query.question, context, hits, self.relevance_threshold)
 
     async def _fetch_pages(self, prepared: PreparedAnswer) -> AsyncGenerator[AnswerEvent, None]:
         """Fetch the pages the question needs (events as each lands), then retrieve again and gate."""
