@@ -94,6 +94,43 @@ def test_distinct_indexes_reading_only_what_it_needs_agree_with_repeats_over_the
     assert distinct_indexes(texts, 3, 0.0) == [0, 1, 2]
 
 
+def _by_terms_alone(texts: list[str], overlap: float) -> list[int]:
+    """The filter's rule with every pair compared by content terms (no plain-word screen)."""
+    kept: list[int] = []
+    for i, text in enumerate(texts):
+        terms = extract_terms(text)
+        if not (terms and any(coverage(terms, extract_terms(texts[j])) >= overlap for j in kept)):
+            kept.append(i)
+    return kept
+
+
+def test_the_plain_word_screen_changes_no_decision_on_real_passages(tmp_path: Path) -> None:
+    """The screen skips analysing passages whose plain words overlap too little to be repeats; over the
+    claude-docs questions' top 10 (where 1 in 15 pairs is a repeat) every decision is the rule's own."""
+    docs = shared("claude-docs-qa", "docs")
+    questions = [json.loads(line)["question"] for line in shared("claude-docs-qa", "cases.jsonl").open()]
+    app = Citedocs(Settings(db=str(tmp_path / "i.db"), embedder="none", _env_file=None))  # type: ignore[call-arg]
+    try:
+        app.add_folder(docs)
+        app.index()
+        repeated = 0
+        for question in questions:
+            texts = [h.text for h in app.search(question, k=10, mode="keyword").hits]
+            expected = _by_terms_alone(texts, PASSAGE_OVERLAP)
+            repeated += len(texts) - len(expected)
+            assert distinct_indexes(texts, len(texts), PASSAGE_OVERLAP) == expected, question
+            assert distinct_indexes(texts, 5, PASSAGE_OVERLAP) == expected[:5], question
+        assert repeated >= 20, "the corpus no longer has repeats to test the screen on"
+    finally:
+        app.close()
+
+
+def test_an_inflected_copy_passes_the_screen_and_is_a_repeat() -> None:
+    inflected = LIMITS.replace("requests", "request").replace("limits", "limit").replace("gets", "get")
+    texts = [LIMITS, inflected, "Batches cost half."]
+    assert distinct_indexes(texts, 3, PASSAGE_OVERLAP) == [0, 2]
+
+
 def test_terms_of_a_text_are_the_terms_of_its_tokens_and_coverage_weighs_them_by_kind() -> None:
     terms = extract_terms("(see config.toml), 8080; useState's $1,024.50% values.", keep_parts=True)
     assert terms.numbers == {"8080", "1024.50"}
