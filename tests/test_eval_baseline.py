@@ -52,7 +52,7 @@ def test_answer_baselines_cover_the_sampled_cases_and_clear_the_floors(run: str,
 
 
 # The current run of all 81 cases, with its hand-scored twin (`<run>-hand`); earlier runs are in git history.
-FULL_RUNS = ["answer-gate-2", "answer-quotes-2", "answer-quotes-3"]
+FULL_RUNS = ["answer-gate-2", "answer-quotes-2", "answer-quotes-3", "answer-quotes-4"]
 
 
 @pytest.mark.parametrize("run", FULL_RUNS)
