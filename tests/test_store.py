@@ -354,6 +354,7 @@ def test_a_second_indexer_waits_for_the_first_then_runs(pg_url: str, tmp_path: P
         assert adding.poll() is None, "the second indexer did not wait"
     _out, err = adding.communicate(timeout=120)
     assert adding.returncode == 0, err
+    assert f"Another process is indexing {str(docs.resolve())!r} right now; waiting for it" in err, err
     assert store.list_sources("folder")[0].id == src.id
     assert {Path(path).name for path in store.documents(src.id)} == {"a.md", "b.md"}
 

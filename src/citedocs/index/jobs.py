@@ -8,6 +8,7 @@ process while onnxruntime loads or runs in another thread ("terminate called", e
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -35,6 +36,14 @@ CLOSE_WAIT_FOR_MODEL_S = 60.0
 # Another process indexing the same source (a replica's watcher applying a change, a second `citedocs add`)
 # is waited for, not an error: its pass takes seconds, and then this one finds little left to do.
 INDEXER_WAIT = 300.0
+
+
+def _waiting(source: Source) -> None:
+    _log.warning(
+        "Another process is indexing %r right now; waiting for it to finish (up to %d minutes).",
+        source.name,
+        INDEXER_WAIT // 60,
+    )
 
 
 class IndexJobs:
@@ -91,7 +100,9 @@ class IndexJobs:
             stale = needs_reanalysis(self.store)
             indexer = FolderIndexer(self.store, self.settings, progress)
             for source in sources:
-                with self.store.source_lock(source.id, wait=INDEXER_WAIT):  # one indexer per source
+                with self.store.source_lock(
+                    source.id, wait=INDEXER_WAIT, on_wait=functools.partial(_waiting, source)
+                ):
                     if source.kind == "folder":
                         report = self._index_folder(indexer, source, force or stale)
                         if report is not None:
@@ -160,7 +171,9 @@ class IndexJobs:
             job, started, finished = start_ocr_job(self.store, state.total), time.perf_counter(), True
             try:
                 for source in sources:
-                    with self.store.source_lock(source.id, wait=INDEXER_WAIT):
+                    with self.store.source_lock(
+                        source.id, wait=INDEXER_WAIT, on_wait=functools.partial(_waiting, source)
+                    ):
                         done = self._on_folder(
                             source,
                             lambda s, stop: ocr_source(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from abc import abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -113,9 +113,11 @@ class Store(ChangeLog, JobLog):
         """(chunk rowid, cosine) best first, when `native_vector_search`."""
         raise NotImplementedError
 
-    def source_lock(self, source_id: int, *, wait: float = 0.0) -> AbstractContextManager[None]:
-        """Held while one process indexes a source; a second indexer waits up to `wait` seconds for it, then
-        is refused with a clear error."""
+    def source_lock(
+        self, source_id: int, *, wait: float = 0.0, on_wait: Callable[[], object] | None = None
+    ) -> AbstractContextManager[None]:
+        """Held while one process indexes a source; a second indexer waits up to `wait` seconds for it (calling
+        `on_wait` once, when it starts waiting), then is refused with a clear error."""
         return _NoLock()
 
     @abstractmethod

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from importlib import resources
 from typing import Any
@@ -131,7 +131,9 @@ class PostgresStore(PgVectors, Store):
             ) from None
 
     @contextmanager
-    def source_lock(self, source_id: int, *, wait: float = 0.0) -> Iterator[None]:
+    def source_lock(
+        self, source_id: int, *, wait: float = 0.0, on_wait: Callable[[], object] | None = None
+    ) -> Iterator[None]:
         raw = self._connect()  # a session of its own: the lock lives exactly as long as it
         try:
             # Polled rather than pg_advisory_lock: a wait stays bounded and a Ctrl-C stops it at once.
@@ -139,6 +141,9 @@ class PostgresStore(PgVectors, Store):
             while not raw.execute(
                 "SELECT pg_try_advisory_lock(%s, %s)", (LOCK_NAMESPACE, source_id)
             ).fetchone()[0]:
+                if on_wait is not None:
+                    on_wait()
+                    on_wait = None
                 if time.monotonic() >= deadline:
                     raise StoreError(
                         f"Another process is indexing source {source_id} in this database right now.",
