@@ -88,6 +88,18 @@ HANDSHAKE = [
 ]
 
 
+def _spawn_mcp(db: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """`citedocs mcp` on `db`, talking JSON lines over pipes (stderr dropped)."""
+    return subprocess.Popen(
+        _cli("mcp", "--db", str(db)),
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+
+
 def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float, float, float]:
     """Spawn `citedocs mcp`, send initialize + initialized + tools/list; once tools/list is answered, call the
     `search` tool, as an agent does. Seconds from spawn to each of the two replies, the CPU seconds the process
@@ -101,14 +113,7 @@ def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float, float, 
         "params": {"name": "search", "arguments": {"query": QUERY}},
     }
     cpu, started = _children_cpu(), time.perf_counter()
-    proc = subprocess.Popen(
-        _cli("mcp", "--db", str(db)),
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    proc = _spawn_mcp(db, env)
     assert proc.stdin is not None and proc.stdout is not None
     for message in messages:
         proc.stdin.write(json.dumps(message) + "\n")
@@ -141,14 +146,7 @@ IDLE_S = 2.5
 def mcp_idle_then_sdk_tool(db: Path, env: dict[str, str]) -> float:
     """Spawn `citedocs mcp`, do the handshake, idle IDLE_S (an agent thinking before its first tool call),
     then call `list_doc_sources`, a tool only the MCP SDK serves: seconds from the call to its answer."""
-    proc = subprocess.Popen(
-        _cli("mcp", "--db", str(db)),
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    proc = _spawn_mcp(db, env)
     assert proc.stdin is not None and proc.stdout is not None
     try:
         for message in HANDSHAKE:

@@ -22,10 +22,6 @@ from typing import Any, cast
 
 from citedocs.answer.citations import (
     MIN_SUPPORTED,
-    check_citations,
-    is_refusal,
-    repair_answer,
-    withheld_reason,
 )
 from citedocs.answer.conversation import (
     FollowUpQuery,
@@ -33,7 +29,6 @@ from citedocs.answer.conversation import (
     compact_history,
     follow_up_gate,
     fuse_rankings,
-    is_asking_back,
     parse_history,
 )
 from citedocs.answer.events import (
@@ -60,6 +55,7 @@ from citedocs.answer.retriever import Retriever
 from citedocs.answer.rewriter import FollowUpRewriter
 from citedocs.answer.stats import AnswerRecord, RollingStats, ms
 from citedocs.answer.telemetry import Tracer, make_tracer
+from citedocs.answer.verdict import verdict
 from citedocs.errors import AnswerFailed, CitedocsError, InputError, LLMStreamError, NotFoundError
 from citedocs.hits import Hit
 from citedocs.llm.chat import ChatModel, Finish, Prices, Usage
@@ -359,14 +355,7 @@ class AnswerService:
 
     # -- terminal events --------------------------------------------------------------------------
     def _refused_before_model(self, prepared: PreparedAnswer) -> AnswerEvent:
-        total_ms = ms(time.perf_counter() - prepared.started)
-        timings: TimingsData = {
-            "retrieval_ms": prepared.retrieval_ms,
-            "fetch_ms": prepared.fetch_ms,
-            "ttft_ms": None,
-            "generation_ms": None,
-            "total_ms": total_ms,
-        }
+        timings = self._timings(prepared, None, None)
         self.stats.record(AnswerRecord("refusal", _plain(timings), gate_refusal=True))
         prepared.trace.finish({"refused": True, "refused.before_model": True})
         done = done_data(
@@ -381,32 +370,22 @@ class AnswerService:
         )
         return typed_event("done", done)
 
-    def _done(
-        self, prepared: PreparedAnswer, raw: str, finish: Finish, ttft_ms: float | None, generation_ms: float
-    ) -> AnswerEvent:
-        report = check_citations(raw, prepared.hits)
-        refused = is_refusal(raw)
-        # an underspecified follow-up may be answered with a question back: nothing to cite, not a refusal
-        asks_back = bool(prepared.history) and not refused and not report.citations and is_asking_back(raw)
-        reason = None if refused or asks_back else withheld_reason(report)
-        refused = refused or reason is not None
-        refusal = refusal_sentence(question_language(prepared.question))
-        answer = (
-            refusal
-            if refused
-            else raw.strip()
-            if asks_back
-            else repair_answer(raw, report, mark_unverified=True)
-        )
-        citations = [] if refused else report.citations
-        total_ms = ms(time.perf_counter() - prepared.started)
-        timings: TimingsData = {
+    @staticmethod
+    def _timings(prepared: PreparedAnswer, ttft_ms: float | None, generation_ms: float | None) -> TimingsData:
+        return {
             "retrieval_ms": prepared.retrieval_ms,
             "fetch_ms": prepared.fetch_ms,
             "ttft_ms": ttft_ms,
             "generation_ms": generation_ms,
-            "total_ms": total_ms,
+            "total_ms": ms(time.perf_counter() - prepared.started),
         }
+
+    def _done(
+        self, prepared: PreparedAnswer, raw: str, finish: Finish, ttft_ms: float | None, generation_ms: float
+    ) -> AnswerEvent:
+        checked = verdict(raw, prepared.hits, prepared.question, follow_up=bool(prepared.history))
+        report, refused, citations = checked.report, checked.refused, checked.citations
+        timings = self._timings(prepared, ttft_ms, generation_ms)
         usage = finish.usage
         self.stats.record(
             AnswerRecord(
@@ -428,7 +407,7 @@ class AnswerService:
         prepared.trace.finish(
             {
                 "refused": refused,
-                "refused.withheld": reason is not None,
+                "refused.withheld": checked.reason is not None,
                 "citations": len(citations),
                 "invalid_citations": len(report.invalid_citations),
             }
@@ -440,11 +419,11 @@ class AnswerService:
         }
         usage_data.update(cache_usage(finish))
         done = done_data(
-            answer=answer,
+            answer=checked.answer,
             raw_answer=raw,
             citations=citations,
             refused=refused,
-            refusal_reason=reason,
+            refusal_reason=checked.reason,
             relevance=prepared.gate.best,
             truncated=finish.truncated,
             finish_reason=finish.finish_reason,
@@ -454,8 +433,8 @@ class AnswerService:
             cost_usd=finish.cost_usd,
             trace_id=prepared.trace.trace_id,
             report=report.to_dict(),
-            quotes=prepared.quotes("" if refused else answer, refused),
-            asks_back=asks_back,
+            quotes=prepared.quotes("" if refused else checked.answer, refused),
+            asks_back=checked.asks_back,
         )
         return typed_event("done", done)
 
