@@ -170,12 +170,13 @@ def score_case(
     return row
 
 
-def explain_case(case: Case, hits: Sequence[Hit], quotes: list[Quote]) -> None:
-    """Why a case's quotes miss a key fact its passages hold (to stderr): the question, its content terms,
-    the quotes with their scores, and for each missed fact the best-ranked sentence that holds it."""
+def explain_case(case: Case, hits: Sequence[Hit], quotes: list[Quote], synthesis: str = "") -> None:
+    """Why what the reader sees misses a key fact its passages hold (to stderr): the question, its content
+    terms, the quotes with their scores, and for each fact neither the quotes nor the `synthesis` state the
+    best-ranked sentence that holds it."""
     if case.kind != "answerable" or not hits:
         return
-    shown = "\n".join(q.text for q in quotes)
+    shown = synthesis + "\n" + "\n".join(q.text for q in quotes)
     missed = [
         f
         for f in case.key_facts
@@ -189,6 +190,7 @@ def explain_case(case: Case, hits: Sequence[Hit], quotes: list[Quote]) -> None:
         key=lambda s: (-s.score, s.n, s.index),
     )
     lines = [f"{case.id} {case.question}", f"  terms: {sorted(asked.all)}  facts: {list(case.key_facts)}"]
+    lines.append(f"  synthesis: {' '.join(synthesis.split())[:110]}" if synthesis else "  synthesis: none")
     lines += [f"  quote {q.score:.2f} [{q.n}] {' '.join(q.text.split())[:110]}" for q in quotes]
     for fact in missed:
         where = next(
@@ -268,7 +270,7 @@ def run_runs(
                 verbatim[2] += _on_disk(corpus / "docs", hits[q.n - 1], q)
             rows.append(score_case(case, synthesis, refused, quotes, language, model=not alone, hits=hits))
             if explain:
-                explain_case(case, hits, quotes)
+                explain_case(case, hits, quotes, synthesis)
         name = run_dir.name + (" (synthesis dropped: no model)" if alone else "")
         name += " (passages as the prompt holds them)" if as_read else ""
         tables.append(table(name, rows, (verbatim[0], verbatim[1], verbatim[2])))

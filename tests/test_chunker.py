@@ -115,7 +115,13 @@ def _one_line(chars: int, unit: str) -> str:
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(
-    "unit", ["lorem ipsum dolor sit amet ", "x", pytest.param("Short one. ", marks=pytest.mark.slow)]
+    "unit",
+    [
+        "lorem ipsum dolor sit amet ",
+        "x",
+        pytest.param("Short one. ", marks=pytest.mark.slow),
+        pytest.param("日本語の短い文です。", marks=pytest.mark.slow),
+    ],
 )
 def test_a_45_mb_single_line_chunks_in_seconds_not_hours(unit: str) -> None:
     # Cutting the rest of a line with `part = part[cut:]` copied it each time: 16 MB took 30 s, 45 MB (under
@@ -147,3 +153,31 @@ def test_long_line_pieces_are_whole_sentences_then_cuts_at_spaces() -> None:
     assert joined.split() == line.split()
     assert pieces[0].startswith("First sentence here.")
     assert all(not p.startswith(" ") and not p.endswith(" ") for p in pieces)
+
+
+def _japanese_paragraph(i: int) -> str:
+    return f"段落{i}では、パッケージのバージョン番号とアップロードの手順について説明します。" * 4
+
+
+def test_japanese_passages_are_sized_in_the_tokens_a_model_reads() -> None:
+    # Counted as characters / 4, a Japanese passage was ~0.62 of its real tokens (Qwen2.5's tokenizer on the
+    # Japanese manual), so a 400-token passage was ~650 tokens: longer than the embedder reads, twice the
+    # prompt an English question gets. A CJK character is ~0.65 tokens (text/tokens.py).
+    text = "\n\n".join(_japanese_paragraph(i) for i in range(40))
+    chunks = chunk_segments([Segment(text, ("手引き",), 1, 79)], target=400, overlap=60, max_tokens=560)
+    assert all(c.tokens <= 560 for c in chunks)
+    assert max(len(c.text) for c in chunks) < 900  # 560 tokens of Japanese (the old rule: up to 2,240)
+    assert estimate_tokens("日本語" * 100) == 195
+    assert estimate_tokens("a" * 401) == estimate_tokens("é" * 401) == 101  # other text: characters / 4
+
+
+def test_a_long_japanese_line_is_cut_after_its_sentences() -> None:
+    # No spaces and no ". " in Japanese: a line over the limit was cut wherever its characters ran out.
+    sentences = [f"文{i}はバージョン番号の付け方を説明しています。" for i in range(120)]
+    line = "".join(sentences)
+    pieces = [
+        c.text for c in chunk_segments([Segment(line, (), 1, 1)], target=400, overlap=0, max_tokens=560)
+    ]
+    assert len(pieces) > 1 and all(estimate_tokens(p) <= 560 for p in pieces)
+    assert all(p.endswith("。") for p in pieces)
+    assert "".join(pieces) == line  # nothing lost, nothing added

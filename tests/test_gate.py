@@ -83,11 +83,40 @@ PRETRAINING = Hit(
 
 
 def test_a_long_question_passes_on_the_terms_one_passage_holds_not_only_their_share() -> None:
-    old = relevance_decision(PRETRAINED_QUESTION, [PRETRAINING], min_held=0)
+    old = relevance_decision(PRETRAINED_QUESTION, [PRETRAINING], min_held=0, half_held=0)
     assert not old.allowed and old.best == 0.5
     decision = relevance_decision(PRETRAINED_QUESTION, [PRETRAINING])
     assert decision.allowed and decision.best == 0.5 and decision.best_n == 1
     assert decision.reason == "Passage [1] holds 6 of the question's 12 terms."
+
+
+# A real Japanese dev-set question and the passage that answers it (the manual's section 5.1, in English there),
+# abridged: it holds `itp`, `バグ`, `パッケージ` of the question's six terms. Refused once passages were sized in
+# real tokens (the section was one passage before, holding `新しい` too).
+ITP_QUESTION = "新しいパッケージを作り始めるときに出す ITP バグの件名と重要度は？"
+ITP_PASSAGE = Hit(
+    "p1",
+    "/docs/pkgs.html",
+    "/docs",
+    "5. パッケージの取扱い方 > 5.1. 新規パッケージ",
+    None,
+    120,
+    124,
+    0.1,
+    "You should set the subject of the bug to ITP: foo -- short description, substituting the name of the new "
+    "package for foo. The severity of the bug report must be set to wishlist.\n\n新規パッケージがアーカイブへ"
+    "インストールされる際にバグ報告を自動的に閉じるため、Closes: #nnnnn というエントリを新規パッケージの changelog "
+    "内に含めてください。",
+)
+
+
+def test_half_of_a_long_question_passes_when_it_is_several_terms() -> None:
+    assert not relevance_decision(ITP_QUESTION, [ITP_PASSAGE], half_held=0).allowed
+    decision = relevance_decision(ITP_QUESTION, [ITP_PASSAGE])
+    assert decision.allowed and decision.best == 0.5
+    assert decision.reason == "Passage [1] holds 3 of the question's 6 terms."
+    # half of four terms is two: not enough (nor is one of two, below)
+    assert not relevance_decision("ITP bug lasagna recipe", [ITP_PASSAGE]).allowed
 
 
 def test_held_terms_do_not_let_a_short_or_loosely_matching_off_topic_question_through() -> None:

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from _env import header
 
 from citedocs.eval.cases import load_cases
-from citedocs.llm.wire import estimate_tokens
+from citedocs.text.tokens import estimate_tokens
 from citedocs.search.distinct import PASSAGE_OVERLAP, repeats
 from citedocs.service import Citedocs
 from citedocs.settings import Settings

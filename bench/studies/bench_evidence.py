@@ -40,7 +40,7 @@ from citedocs.eval.cases import load_cases
 from citedocs.eval.metrics import key_fact_recall
 from citedocs.eval.runs import read_jsonl
 from citedocs.hits import Hit
-from citedocs.llm.wire import estimate_tokens
+from citedocs.text.tokens import estimate_tokens
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 

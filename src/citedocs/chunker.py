@@ -4,8 +4,8 @@ A chunk never crosses a heading or a page boundary, never splits a code block, a
 carries `overlap` tokens of trailing text into the next chunk of the same section. A table that comes with its
 header (`Segment.table_header`: spreadsheets, CSV) is cut between rows, with the header repeated at the top of
 each chunk and no overlap, so every chunk is a table a model can read and its line span is a span of rows.
-Tokens are estimated as
-characters / 4 (English BPE averages ~4 characters per token), which is fast and close enough for sizing.
+Tokens are estimated
+(`text.tokens`: characters / 4, a CJK character 0.65), which is fast and close enough for sizing.
 """
 
 from __future__ import annotations
@@ -16,18 +16,12 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from citedocs.parsers.base import Segment
+from citedocs.text.tokens import CHARS_PER_TOKEN, cjk_chars, estimate_tokens, tokens_for
 
-CHARS_PER_TOKEN = 4
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+# Where a sentence written without spaces ends (Japanese, Chinese): a long line is cut after the last one.
+_CJK_STOPS = ("\u3002", "\uff01", "\uff1f")  # 。！？
 _NON_SPACE = re.compile(r"\S")  # \S is exactly `not str.isspace()`, what lstrip strips
-
-
-def estimate_tokens(text: str) -> int:
-    return _tokens_for_length(len(text))
-
-
-def _tokens_for_length(length: int) -> int:
-    return max(1, (length + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN) if length else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +59,7 @@ class _Unit(NamedTuple):
 
 def _unit(lines: tuple[str, ...], line_start: int, *, atomic: bool) -> _Unit:
     length = sum(map(len, lines)) + len(lines) - 1 if lines else 0
-    return _Unit(lines, line_start, atomic, _tokens_for_length(length))
+    return _Unit(lines, line_start, atomic, tokens_for(length, sum(map(cjk_chars, lines))))
 
 
 def chunk_segments(
@@ -177,13 +171,16 @@ def _split_line(line: str, max_tokens: int) -> Iterator[str]:
     waiting in the buffer are a list joined once (a 45 MB line took minutes when each cut copied the rest).
     The buffer never starts or ends with whitespace, so appending to it is the strip of `buf + " " + part`.
     """
-    width = max_tokens * CHARS_PER_TOKEN
     buf: list[str] = []
-    size = 0  # len(" ".join(buf))
+    size = heavy = 0  # len(" ".join(buf)) and how many of those characters are CJK
     for part in _SENTENCE_END.split(line):
         pos = 0
+        part_heavy = cjk_chars(part)
+        # characters of this part that make max_tokens (CJK text holds fewer a token)
+        width = max(1, max_tokens * len(part) // tokens_for(len(part), part_heavy)) if part_heavy else 0
+        width = width or max_tokens * CHARS_PER_TOKEN
         while len(part) - pos > width:
-            found = part.rfind(" ", pos, pos + width)
+            found = max(part.rfind(" ", pos, pos + width), _last_stop(part, pos, pos + width))
             cut = found if found > pos else pos + width
             if buf:
                 yield " ".join(buf)
@@ -192,17 +189,24 @@ def _split_line(line: str, max_tokens: int) -> Iterator[str]:
             rest = _NON_SPACE.search(part, cut)
             pos = rest.start() if rest else len(part)
         tail = part[pos:] if pos else part
-        if buf and _tokens_for_length(size + 1 + len(tail)) > max_tokens:
+        tail_heavy = cjk_chars(tail) if pos else part_heavy
+        if buf and tokens_for(size + 1 + len(tail), heavy + tail_heavy) > max_tokens:
             yield " ".join(buf)
-            buf, size = ([tail], len(tail)) if tail else ([], 0)
+            buf, size, heavy = ([tail], len(tail), tail_heavy) if tail else ([], 0, 0)
         elif buf:
             if stripped := tail.rstrip():
                 buf.append(stripped)
                 size += 1 + len(stripped)
+                heavy += tail_heavy
         elif stripped := tail.strip():
-            buf, size = [stripped], len(stripped)
+            buf, size, heavy = [stripped], len(stripped), tail_heavy
     if buf:
         yield " ".join(buf)
+
+
+def _last_stop(text: str, start: int, end: int) -> int:
+    """Where to cut `text[start:end]` after its last CJK full stop (-1 when it has none)."""
+    return max(text.rfind(stop, start, end) for stop in _CJK_STOPS) + 1 or -1
 
 
 def _pack(

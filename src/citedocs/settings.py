@@ -75,7 +75,10 @@ class Settings(BaseSettings):
     )
 
     # indexing
-    chunk_tokens: int = Field(default=400, description="Passage size in tokens (about characters / 4).")
+    chunk_tokens: int = Field(
+        default=400,
+        description="Passage size in tokens (about 4 characters of English, 1.5 of Japanese or Chinese).",
+    )
     chunk_overlap: int = Field(
         default=60,
         description="Tokens a long section's consecutive passages share.",

@@ -29,7 +29,6 @@ from citedocs.llm.chat import ChatModel, Completion, Finish, LLMEvent, Prices, T
 from citedocs.llm.wire import (
     error_detail,
     error_text,
-    estimate_tokens,
     parse_usage,
     prompt_estimate,
     redact_url,
@@ -37,6 +36,7 @@ from citedocs.llm.wire import (
     sse_data,
 )
 from citedocs.settings import Settings
+from citedocs.text.tokens import estimate_tokens
 
 __all__ = [
     "ChatModel",

@@ -11,12 +11,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-CHARS_PER_TOKEN = 4
+from citedocs.text.tokens import estimate_tokens
+
 MAX_ERROR_BODY = 300
-
-
-def estimate_tokens(text: str) -> int:
-    return max(1, -(-len(text) // CHARS_PER_TOKEN)) if text else 0
 
 
 def redact_url(url: str) -> str:

@@ -17,6 +17,7 @@ import unicodedata
 from typing import Any
 
 __all__ = [
+    "CJK_CLASS",
     "CJK_RUN",
     "RAW_CJK_RUN",
     "analyzer_id",
@@ -34,13 +35,13 @@ __all__ = [
 
 # Hiragana, katakana (with its phonetic extensions and the prolonged-sound mark), CJK ideographs (with
 # extension A and compatibility forms), Hangul syllables and jamo, and the iteration marks 々 〆 〇.
-_CJK_CLASS = (
+CJK_CLASS = (
     "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff"
     "\u3130-\u318f\u3005-\u3007"
 )
-CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
 # A CJK run of text not yet `normalize`d: half-width katakana too (NFKC makes it katakana).
-RAW_CJK_RUN = re.compile(f"[{_CJK_CLASS}\uff66-\uff9f]+")
+RAW_CJK_RUN = re.compile(f"[{CJK_CLASS}\uff66-\uff9f]+")
 _KANA = re.compile("[\u3041-\u3096\u30a1-\u30fa]")
 _HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3005-\u3007]")
