@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from _env import header
 
 from citedocs.eval.cases import load_cases
-from citedocs.text.tokens import estimate_tokens
 from citedocs.search.distinct import PASSAGE_OVERLAP, repeats
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
+from citedocs.text.tokens import estimate_tokens
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "data" / "claude-docs-qa" / "docs"
 

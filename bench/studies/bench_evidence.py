@@ -40,9 +40,9 @@ from citedocs.eval.cases import load_cases
 from citedocs.eval.metrics import key_fact_recall
 from citedocs.eval.runs import read_jsonl
 from citedocs.hits import Hit
-from citedocs.text.tokens import estimate_tokens
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
+from citedocs.text.tokens import estimate_tokens
 
 EVENT_SENTENCES = (HIGHLIGHTS, 4, 6)
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "data" / "claude-docs-qa" / "docs"
