@@ -62,11 +62,11 @@ def test_english_is_analysed_as_before() -> None:
 def test_the_bigram_segmenter_can_be_forced_and_is_recorded() -> None:
     try:
         cjk.configure("bigram")
-        assert cjk.analyzer_id() == "3:bigram"
+        assert cjk.analyzer_id() == "4:bigram"
         assert terms("古いログ") == ["古い", "いロ", "ログ"]
     finally:
         cjk.configure("auto")
-    assert cjk.analyzer_id() == "3:sudachi"
+    assert cjk.analyzer_id() == "4:sudachi"
     with pytest.raises(ValueError, match="unknown CJK segmenter"):
         cjk.configure("mecab")
 
@@ -137,18 +137,25 @@ def test_link_titles_in_japanese_are_ranked_by_their_words() -> None:
     assert tokenize("パッケージの取扱い方 (DELAYED)") == ["パッケージ", "取り扱う", "delay", "delayed"]
 
 
-def test_an_index_built_by_the_older_analysis_says_so_and_reindex_fixes_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("older", ["1", "3:sudachi"])  # 3: passages sized at characters / 4
+def test_an_index_built_by_the_older_analysis_says_so_and_reindex_fixes_it(
+    tmp_path: Path, older: str
+) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "logs.md").write_text("# ログ\n\n古いログは 30 日後に削除されます。\n", encoding="utf-8")
+    long_section = "\n\n".join(
+        f"古いログは {i} 日後に削除され、設定ファイルで変更できます。" * 6 for i in range(30)
+    )
+    (docs / "logs.md").write_text(f"# ログ\n\n{long_section}\n", encoding="utf-8")
     app = Citedocs(Settings(db=str(tmp_path / "index.sqlite3"), embedder="none"))
     try:
         app.add_folder(docs)
         app.index()
         assert app.search(QUESTION, mode="keyword").note is None
-        app.store.set_meta(ANALYZER_KEY, "1")  # as an index of the previous release
+        app.store.set_meta(ANALYZER_KEY, older)  # as an index of an earlier release
         assert STALE_NOTE in (app.search(QUESTION, mode="keyword").note or "")
-        app.index()
+        [report] = app.index()
+        assert report.indexed == 1  # the unchanged file is indexed again, not skipped
         result = app.search(QUESTION, mode="keyword")
         assert result.note is None and result.hits[0].path.endswith("logs.md")
     finally:

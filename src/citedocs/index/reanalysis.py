@@ -16,7 +16,8 @@ __all__ = ["ANALYZER_KEY", "STALE_NOTE", "mark_analyzed", "needs_reanalysis"]
 ANALYZER_KEY = "text_analyzer"
 STALE_NOTE = (
     "This index was built with an older analysis of Japanese, Chinese and Korean text, so searches in those "
-    "languages miss. Run `citedocs reindex` to rebuild it (registered sites: `citedocs refresh NAME`)."
+    "languages miss or return passages longer than a model should read. Run `citedocs reindex` to rebuild it "
+    "(registered sites: `citedocs refresh NAME`)."
 )
 
 
