@@ -169,6 +169,7 @@ def test_japanese_passages_are_sized_in_the_tokens_a_model_reads() -> None:
     assert max(len(c.text) for c in chunks) < 900  # 560 tokens of Japanese (the old rule: up to 2,240)
     assert estimate_tokens("日本語" * 100) == 195
     assert estimate_tokens("a" * 401) == estimate_tokens("é" * 401) == 101  # other text: characters / 4
+    assert estimate_tokens("“µ–”" * 100) == 100 and estimate_tokens("\ud800日本") == 2  # a lone surrogate too
 
 
 def test_a_long_japanese_line_is_cut_after_its_sentences() -> None:

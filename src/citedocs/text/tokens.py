@@ -23,11 +23,17 @@ CHARS_PER_TOKEN = 4
 TOKENS_PER_CJK_CHAR = 0.65
 # CJK characters and the punctuation and full-width forms written with them (、。「」！？（）, half-width kana).
 _HEAVY_RUN = re.compile(f"[{CJK_CLASS}\u3000-\u303f\uff00-\uffef]+")
+# Every such character is written in UTF-8 with a lead byte E1 (U+1000-U+1FFF) or E3-EF (U+3000-U+FFFF): text
+# with none (SciFact's µ, – and “” are C2, CE, E2) is ruled out by one pass in C, 1.9 µs for 1,500 characters
+# where the class above takes 9 µs (chunking SciFact: 57 ms, 100 ms with the class alone).
+_NOT_LEADS = bytes(b for b in range(256) if b != 0xE1 and not 0xE3 <= b <= 0xEF)
 
 
 def cjk_chars(text: str) -> int:
     """The characters of `text` that cost a CJK character's tokens (0 for ASCII, at once)."""
-    return 0 if text.isascii() else sum(map(len, _HEAVY_RUN.findall(text)))
+    if text.isascii() or not text.encode("utf-8", "surrogatepass").translate(None, _NOT_LEADS):
+        return 0
+    return sum(map(len, _HEAVY_RUN.findall(text)))
 
 
 def tokens_for(length: int, cjk: int = 0) -> int:
