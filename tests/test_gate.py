@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from citedocs.answer.gate import DEFAULT_RELEVANCE_THRESHOLD, question_terms, relevance_decision
 from citedocs.hits import Hit
 
@@ -134,3 +136,23 @@ def test_held_terms_do_not_let_a_short_or_loosely_matching_off_topic_question_th
 def test_words_that_ask_rather_than_say_what_about_are_left_out_in_both_languages() -> None:
     assert question_terms("What is the best way to rotate old logs?").words == {"rotat", "old", "log"}
     assert question_terms("古いログを回す良い方法は？必要な設定の例は？").words == {"古い", "ログ", "設定"}
+
+
+def test_a_headings_outline_numbers_are_not_numbers_the_passage_holds() -> None:
+    # A real off-topic question of the Japanese dev set and a passage of the manual (abridged) that the hybrid
+    # search ranked among its five: the "4" of "4.6.4.1." held the question's weightiest term (a number).
+    question = "フルマラソンで 4 時間を切るための練習メニューは？"
+    passage = Hit(
+        "r1",
+        "/docs/resources.html",
+        "/docs",
+        "4. Resources for Debian Members > 4.6. Debian アーカイブ > 4.6.4.1. 安定版 (stable)",
+        None,
+        10,
+        12,
+        0.1,
+        "メニューの項目は /usr/share/menu に置き、長い時間がかかる処理は避けてください。",
+    )
+    assert not relevance_decision(question, [passage]).allowed
+    # a number the passage's text or a heading's words hold still counts
+    assert relevance_decision(question, [replace(passage, text=passage.text + " 4 時間")]).allowed

@@ -11,6 +11,7 @@ question for every extra word it spells out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -65,6 +66,15 @@ class GateDecision:
     best_n: int | None = None
 
 
+# A heading's outline number ("4.6.4.1. 安定版", "3) Setup"): where a section stands, not what it says. Counted, the
+# "4" of "4.6.4.1." held the weightiest term of "フルマラソンで 4 時間を切るための練習メニューは？" and let it through.
+_OUTLINE_RE = re.compile(r"(?:^|(?<= > ))\d+(?:\.\d+)*[.)]\s+")
+
+
+def _unnumbered(heading: str) -> str:
+    return _OUTLINE_RE.sub("", heading)
+
+
 def question_terms(question: str) -> Terms:
     terms = extract_terms(question)
     words = terms.words - _ASKING_WORDS if terms.words - _ASKING_WORDS or terms.identifiers else terms.words
@@ -100,7 +110,7 @@ def relevance_decision(
     half: tuple[int, int] | None = None
     for n, hit in enumerate(hits[:top_n], start=1):
         name = hit.path.rstrip("/").rsplit("/", 1)[-1]
-        present = extract_terms(f"{name}\n{hit.heading}\n{hit.text}", keep_parts=True)
+        present = extract_terms(f"{name}\n{_unnumbered(hit.heading)}\n{hit.text}", keep_parts=True)
         held = coverage(terms, present, weights)
         if held > best:
             best, best_n = held, n
