@@ -4,8 +4,8 @@ A chunk never crosses a heading or a page boundary, never splits a code block, a
 carries `overlap` tokens of trailing text into the next chunk of the same section. A table that comes with its
 header (`Segment.table_header`: spreadsheets, CSV) is cut between rows, with the header repeated at the top of
 each chunk and no overlap, so every chunk is a table a model can read and its line span is a span of rows.
-Tokens are estimated
-(`text.tokens`: characters / 4, a CJK character 0.65), which is fast and close enough for sizing.
+Tokens are estimated (`text.tokens`: characters / 4, a CJK character 0.65), which is fast and close enough
+for sizing.
 """
 
 from __future__ import annotations

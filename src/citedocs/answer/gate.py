@@ -42,9 +42,10 @@ GATE_TOP_N = 5
 MIN_HELD_TERMS = 5
 # A passage that holds exactly the threshold's share passes when that is at least this many terms: half of a
 # long question is not the one of two that makes short off-topic questions score 0.5. Japanese questions are cut
-# into more words and were refused at 3 of 6 (`ITP`, `バグ`, `パッケージ` of 6) once passages were sized in real
-# tokens (bench/studies/bench_gate.py: Japanese answerable 27 -> 30 of 30, keyword and hybrid; claude-docs
-# answerable 60 and off-topic 0 as before, hand-written off-topic 1 of 40 as before; SciFact claims, long off-topic sentences, 17 -> 31 of 1,109; at 4 terms 19, and Japanese 28).
+# into more words and were refused at 3 of 6 (`ITP`, `バグ`, `パッケージ`) once passages were sized in real
+# tokens. bench/studies/bench_gate.py: Japanese answerable 27 -> 30 of 30, keyword and hybrid; claude-docs
+# answerable 60, off-topic 0 and hand-written off-topic 1 of 40 as before; SciFact claims (long off-topic
+# sentences) 17 -> 31 of 1,109. At 4 terms: 19 claims, and Japanese 28.
 HALF_HELD_TERMS = 3
 # Words that ask rather than say what about, and the same in Japanese (方法 "way", 必要 "need", 違い
 # "difference": 良い, 欲しい and こと are not content words there at all); analysed like every other word.
