@@ -4,8 +4,9 @@ import itertools
 
 import pytest
 
-from citedocs.chunker import chunk_segments, estimate_tokens
+from citedocs.chunker import chunk_segments
 from citedocs.parsers.base import Segment
+from citedocs.text.tokens import estimate_tokens
 
 
 def _para(n: int, word: str = "alpha") -> str:

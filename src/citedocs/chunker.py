@@ -176,9 +176,9 @@ def _split_line(line: str, max_tokens: int) -> Iterator[str]:
     for part in _SENTENCE_END.split(line):
         pos = 0
         part_heavy = cjk_chars(part)
-        # characters of this part that make max_tokens (CJK text holds fewer a token)
-        width = max(1, max_tokens * len(part) // tokens_for(len(part), part_heavy)) if part_heavy else 0
-        width = width or max_tokens * CHARS_PER_TOKEN
+        # the characters of this part that make max_tokens (CJK text holds fewer a token)
+        ratio = len(part) / tokens_for(len(part), part_heavy) if part_heavy else CHARS_PER_TOKEN
+        width = max(1, int(max_tokens * ratio))
         while len(part) - pos > width:
             found = max(part.rfind(" ", pos, pos + width), _last_stop(part, pos, pos + width))
             cut = found if found > pos else pos + width

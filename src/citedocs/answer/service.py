@@ -20,9 +20,7 @@ import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, cast
 
-from citedocs.answer.citations import (
-    MIN_SUPPORTED,
-)
+from citedocs.answer.citations import MIN_SUPPORTED
 from citedocs.answer.conversation import (
     FollowUpQuery,
     Turn,

@@ -1,10 +1,10 @@
 """How many model tokens a text is, estimated without a tokenizer: passage sizes, prompt usage, history.
 
 English BPE averages ~4 characters a token. Chinese, Japanese and Korean text costs far more a character:
-measured with Qwen2.5's tokenizer on the 280 passages of the Japanese manual
-(`../shared/data/ja-developers-reference`), 0.645 tokens a CJK character (kana, ideographs, hangul, their
-punctuation and full-width forms) and 0.252 a character of anything else. Counting characters / 4 put a
-Japanese passage at 0.62 of its tokens (median), so passages meant to be 400 tokens were ~650, longer than the
+measured with Qwen2.5's tokenizer on the passages of the Japanese manual (`bench/studies/token_estimate.py`,
+bench/reports/token-estimate-2026-12-06.txt), 0.657 tokens a CJK character (kana, ideographs, hangul, their
+punctuation and full-width forms) and 0.242 a character of anything else. Counting characters / 4 put a
+Japanese passage at 0.60 of its tokens (median), so passages meant to be 400 tokens were ~650, longer than the
 embedder reads (512) and twice the English prompts. Chinese and Korean paragraphs (a few sentences each, same
 tokenizer) came to 0.58 and 0.60 tokens a character, estimated within 10%. Text without such characters is
 counted as before.
