@@ -81,6 +81,34 @@ def test_replace_document_swaps_chunks_and_keyword_rows(store: Store) -> None:
     }
 
 
+def test_a_chunk_read_back_has_every_field_where_it_belongs(store: Store) -> None:
+    """Rows become StoredChunks by position: a column moved in the query must not shift a field."""
+    src = store.add_source("folder", "docs", "/f")
+    store.replace_document(
+        src.id,
+        DocumentRecord("/f/a.md", "a.md", "markdown", 10, 1, "d", "indexed"),
+        [ChunkRecord("c1", 0, "Head", 2, 3, 4, 9, "alpha text", "sha-c1", 3, "head", "alpha text")],
+    )
+    rowid = store.keyword_search(["alpha"], 1)[0][0]
+    by_rowid = store.chunks_by_rowid([rowid])[rowid]
+    assert by_rowid == store.chunk_by_id("c1") == store.chunks_of_document(by_rowid.document_id)[0]
+    assert (by_rowid.rowid, by_rowid.chunk_id, by_rowid.heading, by_rowid.page_start, by_rowid.page_end) == (
+        rowid,
+        "c1",
+        "Head",
+        2,
+        3,
+    )
+    assert (by_rowid.line_start, by_rowid.line_end, by_rowid.text, by_rowid.sha256) == (
+        4,
+        9,
+        "alpha text",
+        "sha-c1",
+    )
+    assert (by_rowid.path, by_rowid.rel_path, by_rowid.format) == ("/f/a.md", "a.md", "markdown")
+    assert (by_rowid.source_id, by_rowid.source_name, by_rowid.source_kind) == (src.id, "docs", "folder")
+
+
 def test_a_batch_that_writes_a_document_twice_keeps_only_its_last_version(store: Store) -> None:
     """The SQLite store writes a batch's FTS5 rows last: a chunk the batch itself replaces must not keep one."""
     src = store.add_source("folder", "/f", "/f")

@@ -27,6 +27,7 @@ from pathlib import Path
 from citedocs.search.distinct import PASSAGE_OVERLAP
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
+from citedocs.text.analyzer import terms as analyse
 from citedocs.text.cjk import has_cjk
 from citedocs.text.terms import coverage, extract_terms
 
@@ -34,6 +35,8 @@ _WORD = re.compile(r"\w+")
 SCREENS: dict[str, Callable[[str], frozenset[int]]] = {
     "word_runs": lambda text: frozenset(map(hash, _WORD.findall(text.lower()))),
     "split": lambda text: frozenset(map(hash, text.lower().split())),
+    # the passage's keyword-index terms (what its FTS row holds): read from the store, not analysed, at search time
+    "index_terms": lambda text: frozenset(map(hash, analyse(text))),
     "split_stripped": lambda text: frozenset(
         map(hash, (w.strip(".,;:!?()[]{}\"'`*") for w in text.lower().split()))
     ),

@@ -240,43 +240,44 @@ def rank(
     allowed: Callable[[Segment], np.ndarray | None] | None = None,
 ) -> list[tuple[int, float]]:
     """(chunk rowid, FTS5 bm25 score) best first, ties by rowid; `terms` are index terms, each an FTS5 phrase
-    of one token (repeats count again, as FTS5 counts a repeated phrase). `allowed` gives a segment's row mask."""
+    of one token (repeats count again, as FTS5 counts a repeated phrase). `allowed` gives a segment's row mask.
+
+    Every query term's postings are gathered at once, not term by term: the numpy calls per query stay a
+    dozen whatever the number of terms (SciFact, 9 terms a query: 1x 210 -> 120 us a query, 10x 800 -> 556)."""
     if k <= 0 or stats.rows == 0 or not terms:
         return []
-    spans = [[s.postings(t) for t in terms] for s in segments]
-    idfs = [
-        idf(stats.rows, sum(s.df(sp[i]) for s, sp in zip(segments, spans, strict=True)))
-        for i in range(len(terms))
-    ]
+    located = [_Postings.of(s, terms) for s in segments]
+    dfs = [sum(p.df[i] for p in located) for i in range(len(terms))]
+    idfs = np.asarray([idf(stats.rows, df) for df in dfs], dtype=np.float64)
     avgdl = stats.avgdl
     float_error = (len(terms) + 4) * 2.0**-23
     partial = []
-    for segment, segment_spans in zip(segments, spans, strict=True):
-        scores = np.zeros(len(segment), dtype=np.float32)
-        for span, weight in zip(segment_spans, idfs, strict=True):
-            if span is not None:
-                scores[segment.rows[span]] += np.float32(weight) * segment.impacts[span]
+    for segment, postings in zip(segments, located, strict=True):
+        weights = idfs.astype(np.float32)[postings.term] * segment.impacts[postings.at]
+        scores = np.bincount(postings.rows, weights=weights, minlength=len(segment))
         if segment.dead.shape[0]:
             scores[segment.dead] = 0.0
         mask = allowed(segment) if allowed is not None else None
         if mask is not None:
             scores[~mask] = 0.0
         drift = max(0.0, avgdl / segment.avgdl - 1.0) if segment.avgdl else 0.0
-        partial.append((segment, segment_spans, scores, drift + float_error))
+        partial.append((segment, postings, scores, drift + float_error))
     want = k + max(16, k // 4)
     while True:
         exact_parts, rowid_parts = [], []
         bound = 0.0
-        for segment, segment_spans, scores, error in partial:
-            if scores.shape[0] > want:  # the `want` best rows, without first listing every matched one
-                top = np.argpartition(scores, scores.shape[0] - want)[scores.shape[0] - want :]
-                floor = float(scores[top].min())
-                if floor > 0.0:  # rows left out may have matched too
-                    bound = max(bound, floor * (1.0 + error))
-                candidates = np.sort(top[scores[top] > 0.0])  # sorted: each term's searchsorted walks forward
+        for segment, postings, scores, error in partial:
+            floor = 0.0
+            if scores.shape[0] > want:
+                # the want-th best sum; partitioning the negated sums puts it near the front, which numpy
+                # finds in 7 us where the same rank counted from the back of mostly-zero sums took 50
+                floor = -float(np.partition(-scores, want - 1)[want - 1])
+            if floor > 0.0:  # rows below it may have matched too
+                bound = max(bound, floor * (1.0 + error))
+                candidates = np.flatnonzero(scores >= floor)
             else:
                 candidates = np.flatnonzero(scores)
-            exact_parts.append(_exact(segment, segment_spans, idfs, candidates, avgdl))
+            exact_parts.append(_exact(segment, postings, idfs, candidates, avgdl))
             rowid_parts.append(segment.rowids[candidates])
         exact = np.concatenate(exact_parts)
         rowids = np.concatenate(rowid_parts)
@@ -286,28 +287,43 @@ def rank(
         want *= 2
 
 
+@dataclass(frozen=True, slots=True)
+class _Postings:
+    """A query's postings in one segment, all terms in one run: index `at` into the segment's arrays, `term`
+    the query position each belongs to (a repeated term's postings appear once per repeat), `rows` its row."""
+
+    at: np.ndarray
+    term: np.ndarray
+    rows: np.ndarray
+    df: list[int]
+
+    @staticmethod
+    def of(segment: Segment, terms: Sequence[str]) -> _Postings:
+        spans = [segment.postings(t) for t in terms]
+        starts = np.asarray([0 if s is None else s.start for s in spans], dtype=np.int64)
+        lengths = np.asarray([0 if s is None else s.stop - s.start for s in spans], dtype=np.int64)
+        ends = np.cumsum(lengths)
+        at = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
+        df = lengths.tolist() if not segment.dead.shape[0] else [segment.df(s) for s in spans]
+        term = np.repeat(np.arange(len(terms), dtype=np.int64), lengths)
+        return _Postings(at=at, term=term, rows=segment.rows[at], df=df)
+
+
 def _exact(
-    segment: Segment,
-    spans: Sequence[slice | None],
-    idfs: Sequence[float],
-    candidates: np.ndarray,
-    avgdl: float,
+    segment: Segment, postings: _Postings, idfs: np.ndarray, candidates: np.ndarray, avgdl: float
 ) -> np.ndarray:
-    """FTS5's bm25 sum for these rows in float64, term by term in query order, as sqlite computes it.
+    """FTS5's bm25 sum for these rows (ascending) in float64, term by term in query order, as sqlite computes it.
 
     A term a row lacks adds idf·0 = 0.0, exactly as FTS5's loop over phrases does; reducing the (terms ×
     rows) matrix over its first axis adds row after row, the same order of additions."""
-    freqs = np.zeros((len(spans), candidates.shape[0]), dtype=np.float64)
-    for i, span in enumerate(spans):
-        if span is None or span.stop == span.start:
-            continue
-        rows = segment.rows[span]
-        pos = np.searchsorted(rows, candidates)
-        np.minimum(pos, rows.shape[0] - 1, out=pos)
-        hit = rows[pos] == candidates
-        freqs[i, hit] = segment.tf[span][pos[hit]]
+    freqs = np.zeros((idfs.shape[0], candidates.shape[0]), dtype=np.float64)
+    if candidates.shape[0]:
+        slot = np.zeros(len(segment), dtype=np.int32)  # a candidate's column + 1; 0 for other rows
+        slot[candidates] = np.arange(1, candidates.shape[0] + 1, dtype=np.int32)
+        column = slot[postings.rows]
+        hit = column > 0
+        freqs[postings.term[hit], column[hit] - 1] = segment.tf[postings.at[hit]]
     norm = K1 * (1 - B + B * segment.lengths[candidates].astype(np.float64) / avgdl)
-    weights = np.asarray(idfs, dtype=np.float64)[:, None]
-    contributions = weights * ((freqs * (K1 + 1.0)) / (freqs + norm))
+    contributions = idfs[:, None] * ((freqs * (K1 + 1.0)) / (freqs + norm))
     score: np.ndarray = np.add.reduce(contributions, axis=0)
     return score

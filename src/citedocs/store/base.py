@@ -36,6 +36,8 @@ __all__ = [
     "placeholders",
 ]
 
+# In StoredChunk's field order: rows become chunks by position (by name, 5 chunks took 43 us beside 29 for
+# the query).
 CHUNK_COLUMNS = """
     c.id AS rowid, c.chunk_id, c.heading, c.page_start, c.page_end, c.line_start, c.line_end, c.text,
     c.sha256, c.document_id, d.path, d.rel_path, d.format, d.source_id, s.name AS source_name,
@@ -372,7 +374,7 @@ class Store(ChangeLog, JobLog):
             rows = conn.execute(
                 f"SELECT {CHUNK_COLUMNS} {_CHUNK_FROM} WHERE c.id IN ({placeholders(part)})", part
             ).fetchall()
-            out.update({int(r["rowid"]): StoredChunk(**dict(r)) for r in rows})
+            out.update({int(r[0]): StoredChunk(*r) for r in rows})
         return out
 
     def chunk_by_id(self, chunk_id: str) -> StoredChunk | None:
@@ -381,7 +383,7 @@ class Store(ChangeLog, JobLog):
             .execute(f"SELECT {CHUNK_COLUMNS} {_CHUNK_FROM} WHERE c.chunk_id = ? LIMIT 1", (chunk_id,))
             .fetchone()
         )
-        return None if row is None else StoredChunk(**dict(row))
+        return None if row is None else StoredChunk(*row)
 
     def chunks_of_document(self, document_id: int) -> list[StoredChunk]:
         rows = (
@@ -391,7 +393,7 @@ class Store(ChangeLog, JobLog):
             )
             .fetchall()
         )
-        return [StoredChunk(**dict(r)) for r in rows]
+        return [StoredChunk(*r) for r in rows]
 
     def rowids_matching(self, source_ids: Sequence[int] | None, formats: Sequence[str] | None) -> list[int]:
         where, args = document_filter(source_ids, formats)
