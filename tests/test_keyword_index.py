@@ -17,6 +17,7 @@ import pytest
 
 from citedocs.search.keyword import HEADING_WEIGHT, effective_terms, keyword_ranking
 from citedocs.search.keyword_index import KeywordIndex
+from citedocs.search.sketches import sketch_of_terms
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from citedocs.store import ChunkRecord, DocumentRecord, SQLiteStore, Store, open_store
@@ -50,6 +51,20 @@ def _same(
         for (_, a), (_, b) in zip(ours, theirs, strict=True):
             assert math.isclose(a, b, rel_tol=1e-9), query
         assert {r for r, s in ours if s > theirs[-1][1] * (1 + 1e-9)} <= {r for r, _ in theirs}, query
+
+
+def _sketches_are_the_rows_terms(store: Store, index: KeywordIndex, gone: list[int] | None = None) -> None:
+    """Every live chunk's sketch is the one of its own heading and body terms; a removed chunk has none."""
+    view = index.view()
+    assert view is not None
+    with store.keyword_snapshot() as (_, rows):
+        expected = {
+            rowid: sketch_of_terms(store.keyword_terms(heading or "") + store.keyword_terms(body or ""))
+            for rowid, _src, _fmt, heading, body in rows
+        }
+    assert expected and all(expected.values())
+    assert dict(zip(expected, view.sketches(list(expected)), strict=True)) == expected
+    assert view.sketches(gone or []) == [None] * len(gone or [])
 
 
 @pytest.fixture
@@ -167,15 +182,28 @@ def test_adds_removals_and_reindexing_are_seen_by_the_next_search(backend_db: st
     _same(store, index, "install server giraffe")
     found = store.document_by_path("a/new.md")
     assert found is not None and found[0].id is not None
+    giraffe = store.document_rowids(found[0].id)
     store.delete_documents([found[0].id])
     assert index.ranking(["giraff"], 5) == []
+    _sketches_are_the_rows_terms(store, index, gone=giraffe)  # a removed segment's row has no sketch
+    first = store.document_by_path("a/1.md")
+    assert first is not None and first[0].id is not None
+    removed = store.document_rowids(first[0].id)
+    store.delete_documents([first[0].id])
+    _sketches_are_the_rows_terms(store, index, gone=removed)  # nor a row marked dead in a kept segment
+    view = index.view()
+    assert view is not None and any(s.dead.shape[0] for s in view.state.segments)
     for n in range(12):  # many small changes: segments merge, avgdl drifts; scores stay FTS5's
         _fill(store, "a", 1, start=100 + n)
         _same(store, index, "install server rotate log")
+    _sketches_are_the_rows_terms(
+        store, index
+    )  # merged segments keep each row's sketch (SQLite reuses rowids)
     _fill(store, "b", 10)
     store.remove_source(source)
     _same(store, index, "install server rotate log")
     _same(store, index, "backup restore")
+    _sketches_are_the_rows_terms(store, index)
     assert index.builds == builds  # all of it applied incrementally
     store.close()
 
@@ -304,6 +332,7 @@ def test_a_reopened_index_loads_the_saved_keyword_index_and_catches_up_by_the_ch
     hits = reopened.ranking(["zebra"], 5)
     assert hits is not None and len(hits) == 1
     _same(store, reopened, "zebra install server rotate log")
+    _sketches_are_the_rows_terms(store, reopened)  # the saved sketches, and the new segment's
     store.close()
 
     (tmp_path / "index.sqlite3.keyword").write_bytes(b"PK\x03\x04 not a whole file")  # damaged: built again

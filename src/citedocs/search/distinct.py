@@ -25,13 +25,18 @@ PASSAGE_OVERLAP = 0.8
 # A passage's terms, remembered by its text: a search reads the passages a similar search read before.
 _passage_terms = functools.lru_cache(maxsize=2048)(extract_terms)
 
-# Analysing a passage's content terms costs 0.1-0.2 ms; its plain words (runs of \w, lower-cased) 0.06 ms. Two
-# passages whose plain words overlap this little are not compared by their terms: over the top 10 of every
-# SciFact, claude-docs and Japanese-manual dev question (55,173 pairs), every pair with content-term coverage at
-# least 0.8 had plain-word coverage at least 0.63, and below 0.4 the highest content-term coverage was 0.69.
-# Text with Chinese, Japanese or Korean is always compared by its terms (its \w runs are whole clauses).
+# Analysing a passage's content terms costs 0.1-0.2 ms; its plain words (runs of \w, lower-cased) 0.05 ms, its
+# keyword-index terms nothing (the index keeps them as a sketch, search/sketches.py). Two passages whose words
+# overlap this little are not compared by their terms. Over the top 10 of every SciFact and claude-docs dev
+# question (52,605 pairs; bench/studies/distinct_screen.py), every pair with content-term coverage at least 0.8
+# had plain-word coverage at least 0.63 and sketch coverage at least 0.745 (bits shared by different terms add
+# to it: at 0.55 the sketch lets 0.7% and 17% of the pairs through, plain words at 0.4 1.1% and 19%). Text
+# with Chinese, Japanese or Korean is always compared by its terms (its \w runs are whole clauses).
 WORD_SCREEN = 0.4
+SKETCH_SCREEN = 0.55
 _WORD = re.compile(r"\w+")
+
+Screen = frozenset[int] | int | None  # plain-word hashes, an index sketch, or None: compare by terms
 
 
 @functools.lru_cache(maxsize=1024)
@@ -42,25 +47,36 @@ def _plain_words(text: str) -> frozenset[int] | None:
     return None if has_cjk(text) else frozenset(map(hash, _WORD.findall(text.lower())))
 
 
-def _may_repeat(mine: frozenset[int] | None, theirs: frozenset[int] | None, overlap: float) -> bool:
-    """Whether a passage of words `mine` could be `overlap` covered by one of words `theirs` (the screen:
-    `WORD_SCREEN` of its words for the default overlap)."""
-    if mine is None or theirs is None or not mine:
-        return True
-    return len(mine & theirs) >= WORD_SCREEN * overlap / PASSAGE_OVERLAP * len(mine)
+def _screen(text: str, sketch: int | None) -> Screen:
+    if sketch is None:
+        return _plain_words(text)
+    return None if has_cjk(text) else sketch
 
 
-def _scan(texts: Sequence[str], overlap: float, wanted: int) -> tuple[list[int], list[int]]:
+def _may_repeat(mine: Screen, theirs: Screen, overlap: float) -> bool:
+    """Whether a passage screened as `mine` could be `overlap` covered by one screened as `theirs` (for the
+    default overlap: `SKETCH_SCREEN` of its sketch bits, `WORD_SCREEN` of its words). Two kinds: let it through."""
+    scale = overlap / PASSAGE_OVERLAP
+    if isinstance(mine, int) and isinstance(theirs, int):
+        return (mine & theirs).bit_count() >= SKETCH_SCREEN * scale * mine.bit_count()
+    if isinstance(mine, frozenset) and isinstance(theirs, frozenset) and mine:
+        return len(mine & theirs) >= WORD_SCREEN * scale * len(mine)
+    return True
+
+
+def _scan(
+    texts: Sequence[str], overlap: float, wanted: int, sketches: Sequence[int | None] | None = None
+) -> tuple[list[int], list[int]]:
     """(kept, dropped) indexes, in order, until `wanted` are kept; a text's terms are analysed only when its
-    plain words could make it a repeat of a kept one (`_may_repeat`), and then only against those."""
+    screen (`_may_repeat`) says it could repeat a kept one, and then only against those."""
     kept: list[int] = []
     dropped: list[int] = []
-    words: list[frozenset[int] | None] = []
+    screens: list[Screen] = []
     for i, text in enumerate(texts):
         if len(kept) >= wanted:
             break
-        words.append(_plain_words(text))
-        near = [j for j in kept if _may_repeat(words[i], words[j], overlap)]
+        screens.append(_screen(text, sketches[i] if sketches is not None else None))
+        near = [j for j in kept if _may_repeat(screens[i], screens[j], overlap)]
         terms = _passage_terms(text) if near else None
         if terms and any(coverage(terms, _passage_terms(texts[j])) >= overlap for j in near):
             dropped.append(i)
@@ -78,11 +94,14 @@ def repeats(hits: Sequence[Hit], overlap: float) -> list[int]:
     return _scan([h.text for h in hits], overlap, len(hits))[1]
 
 
-def distinct_indexes(texts: Sequence[str], k: int, overlap: float) -> list[int]:
-    """Indexes of the first `k` texts that are not repeats (as `repeats`), reading no further than needed."""
+def distinct_indexes(
+    texts: Sequence[str], k: int, overlap: float, sketches: Sequence[int | None] | None = None
+) -> list[int]:
+    """Indexes of the first `k` texts that are not repeats (as `repeats`), reading no further than needed;
+    `sketches`: the texts' keyword-index sketches where the index has them (the screen's cheaper input)."""
     if overlap <= 0:
         return list(range(min(k, len(texts))))
-    return _scan(texts, overlap, k)[0]
+    return _scan(texts, overlap, k, sketches)[0]
 
 
 def distinct_hits(hits: Sequence[Hit], k: int, overlap: float) -> list[Hit]:

@@ -186,11 +186,16 @@ class SearchEngine:
         the first `want` at once, the rest only when a repeat (or a deleted chunk) left a place open. The
         filter reads in order, so reading on from where it stopped is the same as reading all at once."""
         found = self._chunks(ranking[:want])
-        kept = distinct_indexes([c.text for c, _ in found], want, overlap)
+        kept = distinct_indexes([c.text for c, _ in found], want, overlap, self._sketches(found))
         if len(kept) < want and len(ranking) > want:
             found += self._chunks(ranking[want:])
-            kept = distinct_indexes([c.text for c, _ in found], want, overlap)
+            kept = distinct_indexes([c.text for c, _ in found], want, overlap, self._sketches(found))
         return [found[i] for i in kept]
+
+    def _sketches(self, found: Sequence[tuple[StoredChunk, float]]) -> list[int | None] | None:
+        """The chunks' term sketches from the keyword index in memory (None while it is not current)."""
+        view = self.keyword.view()
+        return None if view is None else view.sketches([c.rowid for c, _ in found])
 
     def _semantic(
         self,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from citedocs.search.sketches import empty_sketches, row_sketches, term_bits
 from citedocs.store.records import KeywordRow
 
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
@@ -46,6 +47,7 @@ class Segment:
     formats: np.ndarray  # int16 index into format_names per row
     format_names: tuple[str | None, ...]
     dead: np.ndarray  # int32 sorted local rows no longer in the index
+    sketch: np.ndarray  # uint64 (rows, SKETCH_WORDS): each row's terms as bits (search/sketches.py)
 
     def __len__(self) -> int:
         return int(self.rowids.shape[0])
@@ -61,7 +63,9 @@ class Segment:
     @property
     def nbytes(self) -> int:
         arrays = (self.offsets, self.rows, self.tf, self.impacts, self.rowids, self.lengths, self.sources)
-        return sum(int(a.nbytes) for a in arrays) + int(self.formats.nbytes) + int(self.dead.nbytes)
+        return sum(int(a.nbytes) for a in arrays) + int(
+            self.formats.nbytes + self.dead.nbytes + self.sketch.nbytes
+        )
 
     def postings(self, term: str) -> slice | None:
         tid = self.vocab.get(term)
@@ -151,6 +155,7 @@ def build_segment(
         formats=np.frombuffer(formats, dtype=np.int16).copy(),
         format_names=tuple(format_codes),
         dead=np.zeros(0, dtype=np.int32),
+        sketch=row_sketches(len(rowids), local_rows, term_bits(vocab)[tids]),
     )
     return with_impacts(segment, total / len(rowids) if rowids else 1.0)
 
@@ -168,7 +173,7 @@ def merge(segments: Sequence[Segment], avgdl: float) -> Segment:
     vocab: dict[str, int] = {}
     names: dict[str | None, int] = {}
     parts: dict[str, list[np.ndarray]] = {
-        key: [] for key in ("terms", "rows", "tf", "rowids", "lengths", "sources", "formats")
+        key: [] for key in ("terms", "rows", "tf", "rowids", "lengths", "sources", "formats", "sketch")
     }
     base = 0
     for segment in segments:
@@ -190,6 +195,7 @@ def merge(segments: Sequence[Segment], avgdl: float) -> Segment:
         parts["formats"].append(
             format_map[segment.formats[keep]] if format_map.shape[0] else segment.formats[keep]
         )
+        parts["sketch"].append(segment.sketch[keep])
         base += int(keep.sum())
     joined = {key: np.concatenate(value) if value else np.zeros(0) for key, value in parts.items()}
     by_rowid = np.argsort(joined["rowids"], kind="stable")
@@ -213,6 +219,7 @@ def merge(segments: Sequence[Segment], avgdl: float) -> Segment:
         formats=joined["formats"].astype(np.int16)[by_rowid],
         format_names=tuple(names),
         dead=np.zeros(0, dtype=np.int32),
+        sketch=(np.concatenate(parts["sketch"]) if parts["sketch"] else empty_sketches())[by_rowid],
     )
     return with_impacts(merged, avgdl)
 

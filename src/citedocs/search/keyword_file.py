@@ -18,12 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from citedocs.search.impacts import Segment
+from citedocs.search.sketches import SKETCH_WORDS
 from citedocs.store import Store
 
 __all__ = ["load_segment", "save_segment"]
 
-FORMAT = 1
-_ARRAYS = ("offsets", "rows", "tf", "impacts", "rowids", "lengths", "sources", "formats")
+FORMAT = 2  # 2: with each row's term sketch (a format-1 file is built again)
+_ARRAYS = ("offsets", "rows", "tf", "impacts", "rowids", "lengths", "sources", "formats", "sketch")
 
 
 def _identity(store: Store, db: Path, seq: int) -> dict[str, object] | None:
@@ -79,7 +80,10 @@ def load_segment(store: Store, db: Path) -> tuple[Segment, int] | None:
             arrays = {name: saved[name] for name in _ARRAYS}
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):  # damaged: build again
         return None
-    if arrays["offsets"].shape[0] != len(terms) + 1:
+    if arrays["offsets"].shape[0] != len(terms) + 1 or arrays["sketch"].shape != (
+        arrays["rowids"].shape[0],
+        SKETCH_WORDS,
+    ):
         return None
     segment = Segment(
         vocab=dict(zip(terms, range(len(terms)), strict=True)),

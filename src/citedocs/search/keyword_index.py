@@ -25,6 +25,7 @@ import numpy as np
 
 from citedocs.search.impacts import Segment, Stats, build_segment, document_count, merge, rank, with_impacts
 from citedocs.search.keyword_file import load_segment, save_segment
+from citedocs.search.sketches import as_ints
 from citedocs.store import Store
 from citedocs.store.records import KeywordRow
 
@@ -65,6 +66,22 @@ class KeywordView:
                 return None
             tokens.append(parts[0])
         return rank(self.state.segments, self.state.stats, tokens, k, _filter(source_ids, formats))
+
+    def sketches(self, rowids: Sequence[int]) -> list[int | None]:
+        """Each chunk's term sketch (search/sketches.py) as an integer; None for a chunk this index lacks."""
+        out: list[int | None] = [None] * len(rowids)
+        wanted = np.asarray(rowids, dtype=np.int64)
+        for segment in self.state.segments:
+            if not len(segment):
+                continue
+            pos = np.minimum(np.searchsorted(segment.rowids, wanted), len(segment) - 1)
+            found = segment.rowids[pos] == wanted
+            if segment.dead.shape[0]:
+                found &= ~np.isin(pos, segment.dead)
+            where = np.flatnonzero(found).tolist()
+            for i, sketch in zip(where, as_ints(segment.sketch[pos[where]]), strict=True):
+                out[i] = sketch
+        return out
 
     def document_counts(self, terms: Sequence[str]) -> dict[str, int]:
         out = {}

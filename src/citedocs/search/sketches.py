@@ -1,0 +1,70 @@
+"""A passage's index terms as a 1,024-bit sketch, kept with the keyword index: the duplicate filter's screen.
+
+The filter (search/distinct.py) must not analyse the content terms of every passage it returns (0.1-0.2 ms
+each), so it first screens out passages whose words could not make them a repeat of a kept one. Taking a
+passage's plain words from its text cost 0.05 ms a passage, half of a cold SciFact search's filter; the
+keyword index has already analysed every passage, so it keeps each one's terms as set bits (a term's CRC-32,
+the same bit in every segment and process) and the screen compares two passages in two integer operations.
+Bits of different terms may coincide: that only adds to the shared count, so the screen lets a pair through
+more often, never less (bench/studies/distinct_screen.py measures the bound).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+
+import numpy as np
+
+__all__ = [
+    "SKETCH_BITS",
+    "SKETCH_WORDS",
+    "as_ints",
+    "empty_sketches",
+    "row_sketches",
+    "sketch_of_terms",
+    "term_bits",
+]
+
+SKETCH_BITS = 1024  # 128 bytes a passage; a SciFact passage holds ~120 distinct terms, 11% of the bits
+SKETCH_WORDS = SKETCH_BITS // 64
+
+
+def term_bits(terms: Iterable[str]) -> np.ndarray:
+    """Each term's bit (int64), from its UTF-8 bytes' CRC-32: stable across segments, processes and saves."""
+    return np.fromiter(
+        (zlib.crc32(t.encode("utf-8", "surrogatepass")) % SKETCH_BITS for t in terms), dtype=np.int64
+    )
+
+
+def empty_sketches(rows: int = 0) -> np.ndarray:
+    return np.zeros((rows, SKETCH_WORDS), dtype=np.uint64)
+
+
+def row_sketches(rows: int, posting_rows: np.ndarray, posting_bits: np.ndarray) -> np.ndarray:
+    """(rows, SKETCH_WORDS) uint64: row r has the bit of each term it holds (postings as parallel arrays)."""
+    sketches = empty_sketches(rows)
+    if posting_rows.shape[0]:
+        bits = posting_bits.astype(np.uint64)
+        np.bitwise_or.at(
+            sketches,
+            (posting_rows.astype(np.int64), (bits >> np.uint64(6)).astype(np.int64)),
+            np.left_shift(np.uint64(1), bits & np.uint64(63)),
+        )
+    return sketches
+
+
+def sketch_of_terms(terms: Iterable[str]) -> int:
+    """The sketch of these terms as one integer (what `as_ints` gives for a row built from them)."""
+    out = 0
+    for bit in term_bits(terms).tolist():
+        out |= 1 << bit
+    return out
+
+
+def as_ints(rows: np.ndarray) -> list[int]:
+    """Each row's sketch as one Python integer (bit i of word w is bit 64·w + i): `&` and `bit_count` compare
+    two in well under a microsecond."""
+    raw = rows.astype("<u8", copy=False).tobytes()
+    size = SKETCH_WORDS * 8
+    return [int.from_bytes(raw[at : at + size], "little") for at in range(0, len(raw), size)]
