@@ -38,19 +38,21 @@ def term_bits(terms: Iterable[str]) -> np.ndarray:
 
 
 def empty_sketches(rows: int = 0) -> np.ndarray:
-    return np.zeros((rows, SKETCH_WORDS), dtype=np.uint64)
+    return np.zeros((rows, SKETCH_WORDS), dtype="<u8")
 
 
 def row_sketches(rows: int, posting_rows: np.ndarray, posting_bits: np.ndarray) -> np.ndarray:
-    """(rows, SKETCH_WORDS) uint64: row r has the bit of each term it holds (postings as parallel arrays)."""
+    """(rows, SKETCH_WORDS) uint64: row r has the bit of each term it holds (postings as parallel arrays, rows
+    ascending). Set as booleans a block of rows at a time and packed: `np.bitwise_or.at` took 1.3 s at 10x."""
     sketches = empty_sketches(rows)
-    if posting_rows.shape[0]:
-        bits = posting_bits.astype(np.uint64)
-        np.bitwise_or.at(
-            sketches,
-            (posting_rows.astype(np.int64), (bits >> np.uint64(6)).astype(np.int64)),
-            np.left_shift(np.uint64(1), bits & np.uint64(63)),
-        )
+    bytes_view = sketches.view(np.uint8)  # little-endian words: bit b of the row is bit b % 8 of byte b // 8
+    block = 4096
+    for start in range(0, rows, block):
+        stop = min(rows, start + block)
+        lo, hi = np.searchsorted(posting_rows, [start, stop])
+        flags = np.zeros((stop - start, SKETCH_BITS), dtype=np.bool_)
+        flags[posting_rows[lo:hi] - start, posting_bits[lo:hi]] = True
+        bytes_view[start:stop] = np.packbits(flags, axis=1, bitorder="little")
     return sketches
 
 
