@@ -260,8 +260,7 @@ def rank(
     float_error = (len(terms) + 4) * 2.0**-23
     partial = []
     for segment, postings in zip(segments, located, strict=True):
-        weights = idfs.astype(np.float32)[postings.term] * segment.impacts[postings.at]
-        scores = np.bincount(postings.rows, weights=weights, minlength=len(segment))
+        scores = np.bincount(postings.rows, weights=postings.weights(segment, idfs), minlength=len(segment))
         if segment.dead.shape[0]:
             scores[segment.dead] = 0.0
         mask = allowed(segment) if allowed is not None else None
@@ -296,24 +295,41 @@ def rank(
 
 @dataclass(frozen=True, slots=True)
 class _Postings:
-    """A query's postings in one segment, all terms in one run: index `at` into the segment's arrays, `term`
-    the query position each belongs to (a repeated term's postings appear once per repeat), `rows` its row."""
+    """A query's postings in one segment, all terms in one run (a repeated term's postings once per repeat):
+    `rows` their rows; term i's are rows[ends[i] - lengths[i]:ends[i]], from the segment's `starts[i]` on."""
 
-    at: np.ndarray
-    term: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+    ends: np.ndarray
     rows: np.ndarray
     df: list[int]
 
     @staticmethod
     def of(segment: Segment, terms: Sequence[str]) -> _Postings:
-        spans = [segment.postings(t) for t in terms]
-        starts = np.asarray([0 if s is None else s.start for s in spans], dtype=np.int64)
-        lengths = np.asarray([0 if s is None else s.stop - s.start for s in spans], dtype=np.int64)
-        ends = np.cumsum(lengths)
-        at = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
+        spans = [segment.postings(t) or slice(0, 0) for t in terms]
+        lengths = np.asarray([s.stop - s.start for s in spans], dtype=np.int64)
         df = lengths.tolist() if not segment.dead.shape[0] else [segment.df(s) for s in spans]
-        term = np.repeat(np.arange(len(terms), dtype=np.int64), lengths)
-        return _Postings(at=at, term=term, rows=segment.rows[at], df=df)
+        rows = np.concatenate([segment.rows[s] for s in spans])
+        starts = np.asarray([s.start for s in spans], dtype=np.int64)
+        return _Postings(starts=starts, lengths=lengths, ends=np.cumsum(lengths), rows=rows, df=df)
+
+    def weights(self, segment: Segment, idfs: np.ndarray) -> np.ndarray:
+        """Each posting's idf × impact (float32), term by term into one array: no index array is built."""
+        out = np.empty(self.rows.shape[0], dtype=np.float32)
+        for start, length, end, weight in zip(
+            self.starts.tolist(),
+            self.lengths.tolist(),
+            self.ends.tolist(),
+            idfs.astype(np.float32),
+            strict=True,
+        ):
+            np.multiply(segment.impacts[start : start + length], weight, out=out[end - length : end])
+        return out
+
+    def locate(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(query term, index into the segment's arrays) of the postings at these positions of `rows`."""
+        term = np.searchsorted(self.ends, positions, side="right")
+        return term, self.starts[term] + positions - (self.ends - self.lengths)[term]
 
 
 def _exact(
@@ -328,8 +344,9 @@ def _exact(
         slot = np.zeros(len(segment), dtype=np.int32)  # a candidate's column + 1; 0 for other rows
         slot[candidates] = np.arange(1, candidates.shape[0] + 1, dtype=np.int32)
         column = slot[postings.rows]
-        hit = column > 0
-        freqs[postings.term[hit], column[hit] - 1] = segment.tf[postings.at[hit]]
+        hits = np.flatnonzero(column)
+        term, at = postings.locate(hits)
+        freqs[term, column[hits] - 1] = segment.tf[at]
     norm = K1 * (1 - B + B * segment.lengths[candidates].astype(np.float64) / avgdl)
     contributions = idfs[:, None] * ((freqs * (K1 + 1.0)) / (freqs + norm))
     score: np.ndarray = np.add.reduce(contributions, axis=0)
