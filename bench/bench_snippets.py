@@ -44,6 +44,7 @@ def base_module(rev: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location("base_snippets", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
+    sys.modules["base_snippets"] = module  # dataclasses look their module up while it runs
     spec.loader.exec_module(module)
     return module
 
