@@ -13,6 +13,7 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from citedocs.search.keyword import HEADING_WEIGHT, effective_terms, keyword_ranking
@@ -340,6 +341,23 @@ def test_a_reopened_index_loads_the_saved_keyword_index_and_catches_up_by_the_ch
     damaged = KeywordIndex(store, saved=db)
     assert damaged.current() is None and damaged.wait(30) and damaged.builds == 1
     _same(store, damaged, "zebra install server")
+    store.close()
+
+    saved = (
+        tmp_path / "index.sqlite3.keyword"
+    )  # one written before sketches (format 1): built again, with them
+    with np.load(saved) as arrays:
+        old = {name: arrays[name] for name in arrays.files if name != "sketch"}
+    meta = json.loads(old["meta"].tobytes().decode("utf-8"))
+    old["meta"] = np.frombuffer(json.dumps({**meta, "format": 1}).encode("utf-8"), dtype=np.uint8)
+    with saved.open("wb") as fh:
+        np.savez(fh, **old)
+    store = SQLiteStore(db)
+    upgraded = KeywordIndex(store, saved=db)
+    assert upgraded.current() is None and upgraded.wait(30) and upgraded.builds == 1
+    _sketches_are_the_rows_terms(store, upgraded)
+    with np.load(saved) as arrays:
+        assert "sketch" in arrays.files  # the build saved the new format
     store.close()
 
     other = tmp_path / "other.sqlite3"  # the same file name beside another database is not its index
