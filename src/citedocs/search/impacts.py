@@ -63,9 +63,7 @@ class Segment:
     @property
     def nbytes(self) -> int:
         arrays = (self.offsets, self.rows, self.tf, self.impacts, self.rowids, self.lengths, self.sources)
-        return sum(int(a.nbytes) for a in arrays) + int(
-            self.formats.nbytes + self.dead.nbytes + self.sketch.nbytes
-        )
+        return sum(int(a.nbytes) for a in (*arrays, self.formats, self.dead, self.sketch))
 
     def postings(self, term: str) -> slice | None:
         tid = self.vocab.get(term)

@@ -80,10 +80,8 @@ def load_segment(store: Store, db: Path) -> tuple[Segment, int] | None:
             arrays = {name: saved[name] for name in _ARRAYS}
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):  # damaged: build again
         return None
-    if arrays["offsets"].shape[0] != len(terms) + 1 or arrays["sketch"].shape != (
-        arrays["rowids"].shape[0],
-        SKETCH_WORDS,
-    ):
+    sketch_shape = (arrays["rowids"].shape[0], SKETCH_WORDS)
+    if arrays["offsets"].shape[0] != len(terms) + 1 or arrays["sketch"].shape != sketch_shape:
         return None
     segment = Segment(
         vocab=dict(zip(terms, range(len(terms)), strict=True)),

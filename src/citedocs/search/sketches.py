@@ -5,8 +5,8 @@ each), so it first screens out passages whose words could not make them a repeat
 passage's plain words from its text cost 0.05 ms a passage, half of a cold SciFact search's filter; the
 keyword index has already analysed every passage, so it keeps each one's terms as set bits (a term's CRC-32,
 the same bit in every segment and process) and the screen compares two passages in two integer operations.
-Bits of different terms may coincide: that only adds to the shared count, so the screen lets a pair through
-more often, never less (bench/studies/distinct_screen.py measures the bound).
+Bits of different terms may coincide, which mostly adds to what two sketches share (the screen lets more pairs
+through to the exact rule); the screen's bound is measured, not proven (bench/studies/distinct_screen.py).
 """
 
 from __future__ import annotations
