@@ -14,6 +14,7 @@ from citedocs.answer.citations import check_citations
 from citedocs.answer.gate import relevance_decision
 from citedocs.hits import Hit
 from citedocs.index.reanalysis import ANALYZER_KEY, STALE_NOTE
+from citedocs.search.distinct import PASSAGE_OVERLAP, distinct_indexes
 from citedocs.service import Citedocs
 from citedocs.settings import Settings
 from citedocs.text import cjk
@@ -193,6 +194,11 @@ def test_japanese_only_questions_find_their_page_in_the_real_manual(tmp_path: Pa
             for c in answerable
         )
         assert found / len(answerable) >= 0.9
+        for case in answerable:  # the distinct search (sketch screen) keeps what the filter's rule keeps
+            raw = app.search(case["question"], k=10, mode="keyword").hits
+            kept = [raw[i].chunk_id for i in distinct_indexes([h.text for h in raw], 5, PASSAGE_OVERLAP)]
+            distinct = app.search(case["question"], k=5, mode="keyword", distinct=True).hits
+            assert [h.chunk_id for h in distinct] == kept, case["question"]
         service = app.answer_service(None)
 
         async def gate(question: str) -> bool:
