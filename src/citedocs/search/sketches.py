@@ -43,13 +43,18 @@ def empty_sketches(rows: int = 0) -> np.ndarray:
 
 def row_sketches(rows: int, posting_rows: np.ndarray, posting_bits: np.ndarray) -> np.ndarray:
     """(rows, SKETCH_WORDS) uint64: row r has the bit of each term it holds (postings as parallel arrays, rows
-    ascending). Set as booleans a block of rows at a time and packed: `np.bitwise_or.at` took 1.3 s at 10x."""
+    ascending). Set as booleans a block of rows at a time and packed: `np.bitwise_or.at` took 1.3 s at 10x;
+    this takes 0.05 s there and 0.4 s at 100x (110 terms a row)."""
     sketches = empty_sketches(rows)
     bytes_view = sketches.view(np.uint8)  # little-endian words: bit b of the row is bit b % 8 of byte b // 8
     block = 4096
-    for start in range(0, rows, block):
+    # the blocks' bounds at once, in the postings' own dtype (int64 bounds made numpy convert all 60M int32
+    # postings of SciFact 100x for each search: 12 s of a 60 s build)
+    starts = np.arange(0, rows + block, block).astype(posting_rows.dtype)
+    bounds = np.searchsorted(posting_rows, starts).tolist()
+    for i, start in enumerate(range(0, rows, block)):
         stop = min(rows, start + block)
-        lo, hi = np.searchsorted(posting_rows, [start, stop])
+        lo, hi = bounds[i], bounds[i + 1]
         flags = np.zeros((stop - start, SKETCH_BITS), dtype=np.bool_)
         flags[posting_rows[lo:hi] - start, posting_bits[lo:hi]] = True
         bytes_view[start:stop] = np.packbits(flags, axis=1, bitorder="little")
