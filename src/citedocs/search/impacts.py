@@ -248,8 +248,8 @@ def rank(
     of one token (repeats count again, as FTS5 counts a repeated phrase). `allowed` gives a segment's row mask.
 
     Every query term's postings are scored in one bincount and looked up for the exact scores in one slot
-    map, not term by term: SciFact, 9 terms a query, 0.57x the time a ranking at 1x, 0.59x at 10x
-    (bench/studies/rank_versions.py)."""
+    map, not term by term: SciFact, 9 terms a query, 0.55x the time a ranking took at 1x, 0.56x at 10x,
+    0.46x at 100x (bench/studies/rank_versions.py)."""
     if k <= 0 or stats.rows == 0 or not terms:
         return []
     located = [_Postings.of(s, terms) for s in segments]
