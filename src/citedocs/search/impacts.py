@@ -1,14 +1,14 @@
 """FTS5's bm25() from precomputed impacts: postings as numpy arrays, scores summed per query term.
 
 A segment holds, per term, its postings (rows ascending), each posting's weighted term frequency and its
-BM25 impact, tf·(k1+1) / (tf + k1·(1 − b + b·D/avgdl)), the term weight without the idf. A query adds
-idf × impact into one float32 score per row for each of its terms: the work is the query terms' postings,
-one numpy gather-add each, not a formula per posting as FTS5 evaluates it in C for every matching row.
+BM25 impact, tf·(k1+1) / (tf + k1·(1 − b + b·D/avgdl)), the term weight without the idf. A query sums
+idf × impact (float32 products) per row over all its terms' postings in one `bincount`: the work is the
+query terms' postings, not a formula per posting as FTS5 evaluates it in C for every matching row.
 
-Scores are then exact: the best candidates by those float32 sums are rescored in float64 with FTS5's own
+Scores are then exact: the best candidates by those approximate sums are rescored in float64 with FTS5's own
 expression, in its order of operations (idf from the live N and df, D/avgdl from the live statistics), so
 each score is bit for bit what `-bm25(chunks_fts, 2.0, 1.0)` returns. The candidate set is certified: a row
-left out can score at most its float32 sum times (1 + the impacts' relative error, which grows with the
+left out can score at most its approximate sum times (1 + the impacts' relative error, which grows with the
 drift of avgdl since the segment was built); while that bound reaches the k-th exact score the candidate
 set is doubled, so the top k and their order (ties by rowid) are FTS5's.
 """
