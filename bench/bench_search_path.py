@@ -26,6 +26,7 @@ query; the machine may be shared, so the library figures are CPU time (time.proc
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,13 +79,22 @@ def peer_search(store: Any, retriever: Any, query: str, k: int = 5) -> list[int]
     return [int(i) for i in docs[0]]
 
 
-def library(db: Path, queries: list[str]) -> dict[str, Any]:
+@contextlib.contextmanager
+def keyword_app(db: Path | str) -> Iterator[Any]:
+    """`Citedocs` on `db` without an embedder, its in-memory keyword index loaded or built (the studies' too)."""
     from citedocs.service import Citedocs
     from citedocs.settings import Settings
 
     app = Citedocs(Settings(db=str(db), embedder="none", _env_file=None))  # type: ignore[call-arg]
     try:
         assert app.engine.keyword.wait(300)
+        yield app
+    finally:
+        app.close()
+
+
+def library(db: Path, queries: list[str]) -> dict[str, Any]:
+    with keyword_app(db) as app:
         retriever, _, _ = bm25s_over(app.store)
         warm, timed = queries[:50], queries[50:]
         for q in warm:
@@ -100,8 +111,6 @@ def library(db: Path, queries: list[str]) -> dict[str, Any]:
                 t0 = time.process_time()
                 call(q)
                 cpu[name].append((time.process_time() - t0) * 1000)
-    finally:
-        app.close()
     out: dict[str, Any] = {f"{n}_cpu_ms_mean": round(statistics.mean(v), 3) for n, v in cpu.items()}
     out |= {f"{n}_cpu_ms_p50": round(statistics.median(v), 3) for n, v in cpu.items()}
     out["defaults/bm25s_mean"] = round(out["front_end_defaults_cpu_ms_mean"] / out["bm25s_cpu_ms_mean"], 2)

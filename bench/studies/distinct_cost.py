@@ -21,12 +21,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _env import SHARED_DATA, print_header
+from bench_search_path import keyword_app
 
 from citedocs.eval.beir import load_beir
 from citedocs.search import distinct
 from citedocs.search.keyword import keyword_ranking
-from citedocs.service import Citedocs
-from citedocs.settings import Settings
 
 
 def main() -> None:
@@ -37,9 +36,7 @@ def main() -> None:
     args = parser.parse_args()
     print_header("The duplicate filter's cost on passages not seen before: sketch screen vs plain words")
     queries = list(load_beir(SHARED_DATA / "scifact").queries.values())[50:]
-    app = Citedocs(Settings(db=args.db, embedder="none", _env_file=None))  # type: ignore[call-arg]
-    try:
-        assert app.engine.keyword.wait(300)
+    with keyword_app(args.db) as app:
         engine = app.engine
         lists = []
         for query in queries:
@@ -62,8 +59,6 @@ def main() -> None:
             print(
                 f"{Path(args.db).name} round {round_ + 1}: sketch {mean_ms(True):.3f} ms, plain words {mean_ms(False):.3f} ms"
             )
-    finally:
-        app.close()
 
 
 if __name__ == "__main__":

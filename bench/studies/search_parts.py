@@ -21,14 +21,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _env import SHARED_DATA, print_header
-from bench_search_path import bm25s_over, peer_search
+from bench_search_path import bm25s_over, keyword_app, peer_search
 
 from citedocs.eval.beir import load_beir
 from citedocs.search.distinct import PASSAGE_OVERLAP, distinct_indexes
 from citedocs.search.engine import hit_from_chunk
 from citedocs.search.keyword import keyword_ranking
-from citedocs.service import Citedocs
-from citedocs.settings import Settings
 from citedocs.text.analyzer import query_terms
 
 
@@ -40,9 +38,7 @@ def main() -> None:
     args = parser.parse_args()
     print_header("A library search, part by part, beside bm25s")
     queries = list(load_beir(SHARED_DATA / "scifact").queries.values())
-    app = Citedocs(Settings(db=args.db, embedder="none", _env_file=None))  # type: ignore[call-arg]
-    try:
-        assert app.engine.keyword.wait(300)
+    with keyword_app(args.db) as app:
         retriever, _, _ = bm25s_over(app.store)
         engine, store = app.engine, app.store
         spent: dict[str, list[float]] = {}
@@ -70,8 +66,6 @@ def main() -> None:
             one(query)
         for name, values in spent.items():
             print(f"{name:24s} {statistics.mean(values[50:]):7.1f} us")
-    finally:
-        app.close()
 
 
 if __name__ == "__main__":
