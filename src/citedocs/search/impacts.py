@@ -248,8 +248,8 @@ def rank(
     of one token (repeats count again, as FTS5 counts a repeated phrase). `allowed` gives a segment's row mask.
 
     Every query term's postings are scored in one bincount and looked up for the exact scores in one slot
-    map, not term by term: SciFact, 9 terms a query, 0.55x the time a ranking took at 1x, 0.56x at 10x,
-    0.46x at 100x (bench/studies/rank_versions.py)."""
+    map, not term by term: SciFact, 9 terms a query, 0.57x the time a ranking took at 1x, 0.58x at 10x,
+    0.47x at 100x (bench/studies/rank_versions.py)."""
     if k <= 0 or stats.rows == 0 or not terms:
         return []
     located = [_Postings.of(s, terms) for s in segments]
@@ -276,7 +276,7 @@ def rank(
             if scores.shape[0] > want:
                 # the want-th best sum; partitioning the negated sums puts it near the front, which numpy
                 # finds in 7 us where the same rank counted from the back of mostly-zero sums took 50; in
-                # place, as a copy of the sums per query cost ~10% of a ranking at every scale
+                # place: a copy of the sums per query cost 2% of a ranking at 1x, 5% at 10x, 7% at 100x
                 negated = np.negative(scores)
                 negated.partition(want - 1)
                 floor = -float(negated[want - 1])
