@@ -1,6 +1,6 @@
 """Whole-process start-up: what a person (or an agent spawning `citedocs mcp`) waits for.
 
-    .venv/bin/python bench/bench_startup.py [--runs 5] [--before-src /tmp/before/src]
+    .venv/bin/python bench/bench_startup.py [--runs 5] [--before-src /tmp/before/src] [--qmd DIR]
 
 On the sample docs, interleaved run by run: `citedocs search` as a one-off process (default mode, and
 `--mode keyword`), the same with a `citedocs serve` running on the index, and `citedocs mcp` from spawn to the
@@ -24,13 +24,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from _env import print_header
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "examples" / "sample-docs"
-QUERY = "how do I rotate the logs"
+QUERY = "log formats"  # found by both: qmd's keyword search wants every word of it in a markdown file
 
 
 def _env(src: Path | None, home: Path) -> dict[str, str]:
@@ -89,31 +90,63 @@ HANDSHAKE = [
 
 
 def _spawn_mcp(db: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    """`citedocs mcp` on `db`, talking JSON lines over pipes (stderr dropped)."""
+    """`citedocs mcp` on `db`."""
+    return _spawn(_cli("mcp", "--db", str(db)), env)
+
+
+def _spawn(command: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """An MCP server talking JSON lines over pipes (stderr dropped)."""
     return subprocess.Popen(
-        _cli("mcp", "--db", str(db)),
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
+        command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
 
 
+def _qmd_setup(install: Path, bun: str, home: Path) -> tuple[list[str], dict[str, str]]:
+    """qmd's command and environment (its index and settings under `home`), its collection of the samples made."""
+    entry = install / "node_modules" / "@tobilu" / "qmd" / "dist" / "cli" / "qmd.js"
+    env = {
+        **os.environ,
+        "HOME": str(home / "qmd"),
+        "XDG_CACHE_HOME": str(home / "qmd" / "cache"),
+        "XDG_CONFIG_HOME": str(home / "qmd" / "config"),
+    }
+    command = [bun, str(entry)]
+    subprocess.run(
+        [*command, "collection", "add", str(SAMPLES), "--name", "samples"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    found = subprocess.run([*command, "search", QUERY], env=env, capture_output=True, text=True, timeout=60)
+    if "faq.md" not in found.stdout:
+        raise RuntimeError(
+            f"qmd did not find {QUERY!r} in the samples: {found.stdout[:300]}{found.stderr[:300]}"
+        )
+    return command, env
+
+
+SEARCH_CALL = {"name": "search", "arguments": {"query": QUERY}}
+# qmd at its best: keyword (lex) only, no LLM reranking (which loads a model; none can be fetched here)
+QMD_CALL = {"name": "query", "arguments": {"searches": [{"type": "lex", "query": QUERY}], "rerank": False}}
+
+
 def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float, float, float]:
-    """Spawn `citedocs mcp`, send initialize + initialized + tools/list; once tools/list is answered, call the
-    `search` tool, as an agent does. Seconds from spawn to each of the two replies, the CPU seconds the process
+    """`citedocs mcp` from spawn to tools/list and to its first `search` answered (`mcp_first_search`)."""
+    return mcp_first_search(lambda: _spawn_mcp(db, env), SEARCH_CALL)
+
+
+def mcp_first_search(
+    spawn: Callable[[], subprocess.Popen[str]], tool: dict[str, object]
+) -> tuple[float, float, float, float]:
+    """Spawn an MCP server, send it initialize + initialized + tools/list; once tools/list is answered,
+    call `tool`, as an agent does. Seconds from spawn to each of the two replies, the CPU seconds the process
     had used when the search answer arrived (what the wait costs, free of the load's noise), and the CPU
     seconds it used in all (it exits when its input closes, after what the search started, a model load)."""
     messages = [*HANDSHAKE, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
-    call = {
-        "jsonrpc": "2.0",
-        "id": 3,
-        "method": "tools/call",
-        "params": {"name": "search", "arguments": {"query": QUERY}},
-    }
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": tool}
     cpu, started = _children_cpu(), time.perf_counter()
-    proc = _spawn_mcp(db, env)
+    proc = spawn()
     assert proc.stdin is not None and proc.stdout is not None
     for message in messages:
         proc.stdin.write(json.dumps(message) + "\n")
@@ -131,9 +164,11 @@ def mcp_tools_list(db: Path, env: dict[str, str]) -> tuple[float, float, float, 
                 answer_cpu = _process_cpu(proc.pid)
                 if "error" in reply or reply["result"].get("isError"):
                     raise RuntimeError(f"the search tool failed: {line[:300]}")
+                if "faq.md" not in line:
+                    raise RuntimeError(f"the search did not find faq.md: {line[:300]}")
                 break
         else:
-            raise RuntimeError("citedocs mcp closed without answering tools/list and search")
+            raise RuntimeError(f"{proc.args!r} closed without answering tools/list and search")
     finally:
         proc.stdin.close()
         proc.wait(30)
@@ -191,6 +226,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--before-src", type=Path, help="src folder of another checkout, timed alongside")
+    parser.add_argument("--qmd", type=Path, help="folder holding an install of @tobilu/qmd, timed alongside")
+    parser.add_argument("--bun", default="bun", help="the bun that runs qmd")
     args = parser.parse_args()
     print_header("Start-up: one-off CLI search, and MCP spawn -> tools/list -> first search")
     versions = {"now": REPO / "src", **({"before": args.before_src} if args.before_src else {})}
@@ -211,7 +248,19 @@ def main() -> None:
                 "reindex", "--db", str(dbs[name])
             )  # embeddings done before timing (`add` may return first)
             subprocess.run(wait, env=_env(src, home), check=True, capture_output=True, timeout=600)
+        qmd = _qmd_setup(args.qmd, args.bun, home) if args.qmd else None
         for _ in range(args.runs):
+            if qmd is not None:
+                command, env = qmd
+                wall, cpu = timed([*command, "search", QUERY], env)
+                results.setdefault("qmd: search, no server", []).append(wall)
+                results.setdefault("qmd: search, no server (CPU)", []).append(cpu)
+                listed, called, answer_cpu, cpu = mcp_first_search(
+                    lambda command=command, env=env: _spawn([*command, "mcp"], env), QMD_CALL
+                )
+                results.setdefault("qmd: mcp spawn -> tools/list", []).append(listed)
+                results.setdefault("qmd: mcp spawn -> first search answered", []).append(called)
+                results.setdefault("qmd: mcp CPU to first search answered", []).append(answer_cpu)
             for name, src in versions.items():
                 env, db = _env(src, home), str(dbs[name])
                 wall, cpu = timed(_cli("search", QUERY, "--db", db), env)

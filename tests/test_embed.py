@@ -181,6 +181,37 @@ def test_lazy_embedder_states() -> None:
     assert lazy.fingerprint() == "slow|2" and lazy.dim == 2
 
 
+def test_a_delayed_load_starts_late_unless_something_waits_for_the_model() -> None:
+    """A search that finds the model unloaded starts its load later (search/engine.py), so the search is answered
+    first; whoever needs the model meanwhile does not wait out the delay, nor is the model loaded twice."""
+    inner = _SlowEmbedder()
+    inner.release.set()
+    lazy = LazyEmbedder(inner)
+    lazy.start_loading(after=0.4)
+    time.sleep(0.2)
+    assert (lazy.state, inner.loads) == ("loading", 0)
+    time.sleep(0.5)
+    assert lazy.ready and inner.loads == 1
+
+    slow = _SlowEmbedder()
+    slow.release.set()
+    waited = LazyEmbedder(slow)
+    waited.start_loading(after=30)
+    started = time.perf_counter()
+    assert waited.embed_query("q").shape == (2,)
+    assert time.perf_counter() - started < 5 and slow.loads == 1
+
+    slow = _SlowEmbedder()
+    slow.release.set()
+    hurried = LazyEmbedder(slow)
+    hurried.start_loading(after=30)
+    hurried.start_loading()  # a server's start-up: at once, without anyone waiting
+    deadline = time.monotonic() + 5
+    while not hurried.ready and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert hurried.ready and slow.loads == 1
+
+
 def test_lazy_embedder_loads_on_first_use_without_start() -> None:
     inner = _SlowEmbedder()
     inner.release.set()

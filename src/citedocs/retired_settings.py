@@ -7,15 +7,18 @@ environment, the `.env` file and `config.toml`, whichever Settings reads.
 
 from __future__ import annotations
 
-import os
-import tomllib
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-__all__ = ["REMOVED", "RENAMED", "RetiredSettingWarning", "retired_values", "unknown_setting"]
+__all__ = [
+    "REMOVED",
+    "RENAMED",
+    "RetiredSettingWarning",
+    "retired_values",
+    "unknown_setting",
+]
 
 PREFIX = "CITEDOCS_"
 
@@ -98,35 +101,12 @@ def _warn(old: str, where: str) -> None:
         warnings.warn(_message(old, where), RetiredSettingWarning, stacklevel=4)
 
 
-def _dotenv(path: Path) -> dict[str, str]:
-    from dotenv import dotenv_values  # pydantic-settings' own dependency
-
-    try:
-        return {k: v for k, v in dotenv_values(path).items() if v is not None} if path.is_file() else {}
-    except OSError:
-        return {}
-
-
-def _toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except (OSError, tomllib.TOMLDecodeError):
-        return {}  # Settings' own source reports a broken file
-
-
-def _ours(values: Mapping[str, str]) -> dict[str, str]:
-    return {k[len(PREFIX) :].lower(): v for k, v in values.items() if k.upper().startswith(PREFIX)}
-
-
-def retired_values(env_file: Path | None, config_file: Path) -> dict[str, Any]:
-    """Warn about every retired setting given; return the renamed ones' values under their new names."""
+def retired_values(places: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """Warn about every retired setting given in `places` (where, values by setting name; highest first);
+    return the renamed ones' values under their new names."""
     found: dict[str, Any] = {}
-    places: list[tuple[str, Mapping[str, Any]]] = [
-        ("environment", _ours(os.environ)),
-        (str(env_file), _ours(_dotenv(env_file)) if env_file else {}),
-        (str(config_file), {str(k).lower(): v for k, v in _toml(config_file).items()}),
-    ]
-    for where, values in places:
+    for where, given in places:
+        values = {str(k).lower(): v for k, v in given.items()}
         for old, value in values.items():
             if old in RENAMED:
                 _warn(old, where)

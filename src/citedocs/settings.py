@@ -1,26 +1,21 @@
 """One Settings object, built at the entry point and passed down.
 
-Sources, highest first: explicit arguments, environment (`CITEDOCS_*`), `.env`, then `config.toml` in the
-platform config dir (or `CITEDOCS_CONFIG`). `CITEDOCS_ENV_FILE` names another `.env` ("" for none).
+Sources, highest first: explicit arguments, environment (`CITEDOCS_*`, any case), `.env`, then `config.toml`
+in the platform config dir (or `CITEDOCS_CONFIG`), then the old names of renamed settings. `CITEDOCS_ENV_FILE`
+names another `.env` ("" for none). Read here rather than by pydantic-settings, whose import (with asyncio and
+python-dotenv) was ~0.04 s of every process that builds Settings, an MCP server's first answer among them.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
-from pydantic.fields import FieldInfo
-from pydantic_settings import (
-    BaseSettings,
-    DotEnvSettingsSource,
-    NoDecode,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from citedocs.errors import ConfigError
 from citedocs.locations import (
     APP_NAME,
     DEFAULT_TOP_K,
@@ -28,7 +23,7 @@ from citedocs.locations import (
     default_db_path,
     default_models_dir,
 )
-from citedocs.retired_settings import retired_values, unknown_setting
+from citedocs.retired_settings import PREFIX, retired_values, unknown_setting
 
 __all__ = [
     "APP_NAME",
@@ -42,30 +37,81 @@ __all__ = [
 # An operator's setting: tuning for a deployment (timeouts, batch sizes, watching, pools, prices), listed apart
 # from the public ones in docs/configuration.md.
 OPERATOR: dict[str, Any] = {"audience": "operator"}
+_FROM_ENVIRONMENT = object()  # `_env_file` not given: the `.env` CITEDOCS_ENV_FILE names, else ./.env
 
 
-class _RetiredSource(PydanticBaseSettingsSource):
-    """The lowest source: renamed settings given under their old names (each reported once, as every retired one)."""
-
-    def __init__(self, settings_cls: type[BaseSettings], env_file: Path | None, config: Path) -> None:
-        super().__init__(settings_cls)
-        self.env_file, self.config_file = env_file, config
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return retired_values(self.env_file, self.config_file)
+def _chosen_env_file(given: object) -> Path | None:
+    if given is not _FROM_ENVIRONMENT:
+        return None if given is None else Path(str(given))
+    named = os.environ.get("CITEDOCS_ENV_FILE")
+    if named is None:
+        return Path(".env")
+    return Path(named) if named else None
 
 
-class Settings(BaseSettings):
+def _read_dotenv(path: Path) -> dict[str, str]:
+    """The variables a `.env` file sets (python-dotenv reads it, imported only when there is one)."""
+    try:
+        if not path.is_file():
+            return {}
+        from dotenv import dotenv_values
+
+        return {k: v for k, v in dotenv_values(path).items() if v is not None}
+    except OSError:
+        return {}
+
+
+def _prefixed(values: Mapping[str, str]) -> dict[str, str]:
+    """The CITEDOCS_* variables of `values` by setting name (`CITEDOCS_TOP_K` and `citedocs_top_k`: `top_k`)."""
+    return {k[len(PREFIX) :].lower(): v for k, v in values.items() if k.upper().startswith(PREFIX)}
+
+
+def _configured(fields: Mapping[str, Any], env_file: Path | None) -> dict[str, tuple[Any, str]]:
+    """The settings' values from the environment, the `.env` file and `config.toml`, the highest source
+    winning, each with where it was given (for an error that says where to fix it)."""
+    config = default_config_path()
+    toml: dict[str, Any] = {}
+    if config.is_file():
+        import tomllib  # ~7 ms, for those who have the file
+
+        try:
+            toml = tomllib.loads(config.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(
+                f"The settings file {config} cannot be read: {exc}.",
+                "Fix the file, or set CITEDOCS_CONFIG to another one.",
+            ) from None
+    dotenv = _prefixed(_read_dotenv(env_file)) if env_file is not None else {}
+    places = [("environment", _prefixed(os.environ)), (str(env_file), dotenv), (str(config), toml)]
+    found = {name: (value, "a renamed setting") for name, value in retired_values(places).items()}
+    for where, values in reversed(places):
+        found.update({name: (value, where) for name, value in values.items() if name in fields})
+    return found
+
+
+def _config_error(
+    exc: ValidationError, configured: Mapping[str, tuple[Any, str]], given: Mapping[str, Any]
+) -> ConfigError:
+    """The first bad value, named as it was given and where (a secret's value is never shown)."""
+    error = exc.errors()[0]
+    name = str(error["loc"][0]) if error["loc"] else ""
+    where = "given to Settings" if name in given else configured.get(name, (None, "a default"))[1]
+    shown = PREFIX + name.upper() if name not in given and not where.endswith(".toml") else name
+    field = Settings.model_fields.get(name)
+    secret = field is not None and field.annotation is SecretStr
+    value = "" if secret else f", not {error.get('input')!r}"
+    return ConfigError(
+        f"{shown} ({where}): {error['msg']}{value}.",
+        "Fix it there; docs/configuration.md lists every setting and the values it takes.",
+    )
+
+
+class Settings(BaseModel):
     """Every public setting, each with its one-line description (docs/configuration.md is generated from them:
     `python -m citedocs.config_docs`). Tuning values that are not settings live as constants where they are used;
     `RETIRED` lists the settings that went, and a value still given for one is reported (`retired.py`)."""
 
-    model_config = SettingsConfigDict(
-        env_prefix="CITEDOCS_", env_file=".env", extra="ignore", env_nested_delimiter="__"
-    )
+    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     db: str = Field(
         default_factory=lambda: str(default_db_path()),
@@ -87,7 +133,7 @@ class Settings(BaseSettings):
     max_file_mb: float = Field(
         default=50.0, description="Files above this size are recorded as failed, with the reason."
     )
-    extra_ignore_dirs: Annotated[list[str], NoDecode] = Field(
+    extra_ignore_dirs: list[str] = Field(
         default_factory=list,
         description="Directory names skipped besides `.git`, `node_modules`, virtual environments and caches "
         "(comma-separated).",
@@ -142,7 +188,7 @@ class Settings(BaseSettings):
     )
 
     # sites
-    allowed_private_hosts: Annotated[list[str], NoDecode] = Field(
+    allowed_private_hosts: list[str] = Field(
         default_factory=list,
         description="Host names (or `*.corp.example`) allowed to resolve to private addresses, for intranet docs.",
     )
@@ -256,7 +302,7 @@ class Settings(BaseSettings):
     port: int = Field(
         default=8765, description="`citedocs serve` and `mcp --http`: the port (0 picks a free one)."
     )
-    mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(
+    mcp_allowed_hosts: list[str] = Field(
         default_factory=list,
         description="Extra `Host` names the HTTP servers answer (DNS-rebinding guard): `api-1` with any port, "
         "`docs.example:443` exactly ([http-api.md](http-api.md)).",
@@ -344,13 +390,19 @@ class Settings(BaseSettings):
 
     if not TYPE_CHECKING:  # mypy keeps the plugin's typed signature
 
-        def __init__(self, **values: Any) -> None:
-            """A keyword that is not a setting is an error (a retired one says what replaced it): `extra` is
-            "ignore" for the environment and files, not for code."""
-            unknown = [k for k in values if k not in type(self).model_fields and not k.startswith("_")]
+        def __init__(self, _env_file: object = _FROM_ENVIRONMENT, **values: Any) -> None:
+            """Explicit values over the configured ones (`_env_file`: another `.env`, None for none). A keyword
+            that is not a setting is an error (a retired one says what replaced it); the environment and the
+            files may hold other names."""
+            fields = type(self).model_fields
+            unknown = [k for k in values if k not in fields]
             if unknown:
                 raise TypeError(unknown_setting(unknown[0]))
-            super().__init__(**values)
+            configured = _configured(fields, _chosen_env_file(_env_file))
+            try:
+                super().__init__(**{**{k: v for k, (v, _) in configured.items()}, **values})
+            except ValidationError as exc:
+                raise _config_error(exc, configured, values) from None
 
     @field_validator("allowed_private_hosts", "extra_ignore_dirs", "mcp_allowed_hosts", mode="before")
     @classmethod
@@ -358,29 +410,6 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        config = default_config_path()
-        toml = TomlConfigSettingsSource(settings_cls, toml_file=config)
-        env_file = os.environ.get("CITEDOCS_ENV_FILE")
-        if env_file is not None:  # another .env than the one in the working directory ("" for none)
-            dotenv_settings = DotEnvSettingsSource(settings_cls, env_file=env_file or None)
-        dotenv = Path(".env") if env_file is None else (Path(env_file) if env_file else None)
-        return (
-            init_settings,
-            env_settings,
-            dotenv_settings,
-            toml,
-            _RetiredSource(settings_cls, dotenv, config),
-        )
 
     @property
     def db_path(self) -> Path:

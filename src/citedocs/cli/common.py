@@ -40,7 +40,8 @@ __all__ = ["EXIT_CODES", "EXIT_DENIED", "EXIT_ERROR", "EXIT_NOT_FOUND", "EXIT_UN
 
 
 def settings_for(db: str | None) -> Settings:
-    return Settings(db=db) if db else Settings()
+    """The settings, `--db` over the configured index; a bad setting is a message naming where it was set."""
+    return run(lambda: Settings(db=db) if db else Settings())
 
 
 @contextmanager

@@ -139,7 +139,7 @@ def _search_here(where: QuickIndex, args: dict[str, Any], as_json: bool) -> int 
 
 def fast_mcp(argv: list[str]) -> int | None:
     """`citedocs mcp [--read-only] [--db PATH]` on stdio, or None to let the full command take the call
-    (`--http`, `--help`, an option or value it does not know, settings that do not validate)."""
+    (`--http`, `--help`, an option or value it does not know)."""
     db, read_only, rest = None, False, list(argv)
     while rest:
         arg = rest.pop(0)
@@ -150,8 +150,6 @@ def fast_mcp(argv: list[str]) -> int | None:
             db = inline or rest.pop(0)
         else:
             return None
-    from pydantic import ValidationError
-
     from citedocs.cli.exits import exit_code_for
     from citedocs.errors import CitedocsError
     from citedocs.mcp.early import run_stdio
@@ -159,9 +157,6 @@ def fast_mcp(argv: list[str]) -> int | None:
 
     try:
         settings = Settings(db=db) if db else Settings()
-    except ValidationError:
-        return None
-    try:
         run_stdio(settings, read_only=read_only)
     except CitedocsError as exc:
         sys.stderr.write(f"error: {exc}\n")

@@ -22,6 +22,7 @@ class LazyEmbedder:
         self.inner = inner
         self._lock = threading.Lock()
         self._done = threading.Event()
+        self._go = threading.Event()  # ends a delayed start's wait (`start_loading(after=...)`)
         self._state = "not_loaded"
         self._error: CitedocsError | None = None
 
@@ -37,13 +38,24 @@ class LazyEmbedder:
     def ready(self) -> bool:
         return self._state == "ready"
 
-    def start_loading(self) -> None:
-        """Begin loading in a daemon thread; calling it again does nothing."""
+    def start_loading(self, after: float = 0.0) -> None:
+        """Begin loading in a daemon thread, `after` seconds from now (at once if something waits for the
+        model first); calling it again does nothing."""
         with self._lock:
             if self._state != "not_loaded":
+                if after <= 0:
+                    self._go.set()
                 return
             self._state = "loading"
-        threading.Thread(target=self._load, name=f"load-{self.name}", daemon=True).start()
+        if after <= 0:
+            self._go.set()
+        threading.Thread(
+            target=self._load_after, args=(after,), name=f"load-{self.name}", daemon=True
+        ).start()
+
+    def _load_after(self, after: float) -> None:
+        self._go.wait(after)
+        self._load()
 
     def _load(self) -> None:
         try:
@@ -67,6 +79,7 @@ class LazyEmbedder:
                 self._state = "loading"
         if run_here:
             self._load()
+        self._go.set()
         self._done.wait(timeout)
         return self._state
 

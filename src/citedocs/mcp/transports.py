@@ -135,8 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from citedocs.errors import CitedocsError
     from citedocs.settings import Settings
 
-    settings = Settings(db=args.db) if args.db else Settings()
     try:
+        settings = Settings(db=args.db) if args.db else Settings()
         if args.http:
             run_http(settings, args.host, args.port, args.read_only, args.allow_host)
         else:

@@ -31,6 +31,9 @@ from citedocs.text.analyzer import query_terms
 MAX_K = 50
 MODES = ("keyword", "semantic", "hybrid")
 K_HINT = f"Ask for 1 to {MAX_K} results: `-k N` on the command line, `k` in the HTTP API and MCP tools."
+# A search that finds the model unloaded starts its load this much later, once the search is answered: loading
+# beside it (onnxruntime's import holds the interpreter) made an MCP server's first search 0.025 s slower.
+LOAD_AFTER_QUERY_S = 0.3
 EMPTY_INDEX_NOTE = "the index is empty: nothing has been indexed yet, so nothing can match"
 
 
@@ -211,7 +214,7 @@ class SearchEngine:
             return None, "semantic search is off (CITEDOCS_EMBEDDER=none); keyword results shown"
         if not self.embedder.ready:
             if not wait_for_model:
-                self.embedder.start_loading()
+                self.embedder.start_loading(after=LOAD_AFTER_QUERY_S)
                 return None, f"the embedding model is {self.embedder.state}; keyword results shown meanwhile"
             self.embedder.wait()
         try:
