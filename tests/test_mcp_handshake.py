@@ -177,6 +177,13 @@ def test_a_recording_from_other_sdk_versions_is_not_used(tmp_path: Path) -> None
     assert (load_recording(SNAPSHOT) is not None) is (recorded["packages"] == installed_versions())
 
 
+def test_installed_versions_are_what_the_package_metadata_says() -> None:
+    """Read from the dist-info folder's name (a listing, not importlib.metadata's search): the same versions."""
+    from importlib import metadata
+
+    assert installed_versions() == {name: metadata.version(name) for name in ("mcp", "pydantic")}
+
+
 HANDSHAKE_THEN_TOOLS = [
     initialize(),
     INITIALIZED,

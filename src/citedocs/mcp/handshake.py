@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
+import os
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,11 +57,35 @@ VERSION_SLOT = "{version}"
 def installed_versions() -> dict[str, str]:
     found = {}
     for name in RECORDED_PACKAGES:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            found[name] = ""
+        found[name] = _dist_info_version(name) or _metadata_version(name)
     return found
+
+
+def _dist_info_version(name: str) -> str | None:
+    """The version in the one `NAME-VERSION.dist-info` beside the importable package: a directory listing, where
+    importlib.metadata searches every path entry (4 ms of an MCP server's start for the two). None when that is
+    not certain (no such folder, or several)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))).parent
+    try:
+        found = [e for e in os.listdir(folder) if e.startswith(f"{name}-") and e.endswith(".dist-info")]
+    except OSError:
+        return None
+    if len(found) != 1:
+        return None
+    version = found[0][len(name) + 1 : -len(".dist-info")]
+    return version if version and "-" not in version else None
+
+
+def _metadata_version(name: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return ""
 
 
 def tool_sources_digest() -> str:
