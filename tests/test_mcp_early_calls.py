@@ -106,6 +106,12 @@ def by_id(wire: bytes) -> dict[Any, bytes]:
 
 def served(home: Path, messages: list[dict[str, Any]]) -> tuple[dict[Any, bytes], bool]:
     """A real `citedocs mcp` process's replies by id, and whether it imported the MCP SDK."""
+    replies, imported = traced(home, messages)
+    return replies, b"mcp" in imported
+
+
+def traced(home: Path, messages: list[dict[str, Any]]) -> tuple[dict[Any, bytes], set[bytes]]:
+    """A real `citedocs mcp` process's replies by id, and every module it imported (`-X importtime`)."""
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "citedocs", "mcp"],
         input=b"".join(json.dumps(m).encode() + b"\n" for m in messages),
@@ -117,7 +123,29 @@ def served(home: Path, messages: list[dict[str, Any]]) -> tuple[dict[Any, bytes]
     imported = {
         line.rsplit(b"|", 1)[-1].strip() for line in done.stderr.splitlines() if b"import time:" in line
     }
-    return by_id(done.stdout), b"mcp" in imported
+    return by_id(done.stdout), imported
+
+
+# What a first search must not wait for (docs/performance.md, "Seventh session"): the indexer with the parsers
+# and the chunker, SudachiPy for an English query, the embedding runtime, pydantic-settings, the MCP SDK.
+NOT_FOR_A_SEARCH = (
+    b"citedocs.parsers",
+    b"citedocs.chunker",
+    b"citedocs.index.folders",
+    b"sudachipy",
+    b"onnxruntime",
+    b"pydantic_settings",
+    b"mcp",
+)
+
+
+def test_a_first_search_loads_only_what_searching_needs(index: Path) -> None:
+    messages = [initialize(), INITIALIZED, call(2, "search", {"query": "backup nightly"})]  # an English file
+    replies, imported = traced(index, messages)
+    reply = json.loads(replies[2])
+    assert reply["result"]["isError"] is False and "rotation.txt" in replies[2].decode()
+    assert b"citedocs.search.engine" in imported  # the trace is there
+    assert [m for m in NOT_FOR_A_SEARCH if m in imported] == []
 
 
 def oracle(home: Path, messages: list[dict[str, Any]]) -> dict[Any, bytes]:

@@ -20,12 +20,9 @@ from citedocs.embed.factory import make_embedder
 from citedocs.embed.lazy import LazyEmbedder
 from citedocs.errors import AccessDenied, InputError, NotFoundError
 from citedocs.index.embedding import EmbedProgress
-from citedocs.index.folders import IndexProgress, ProgressCallback
 from citedocs.index.jobs import IndexJobs
-from citedocs.index.ocr import OcrProgress
 from citedocs.index.reading import ReadResult, open_registered, read_lines, read_page_image
 from citedocs.index.status import index_status, seen_by
-from citedocs.parsers.pdf_page import RenderedPage
 from citedocs.search.engine import SearchEngine, SearchResult, not_indexed_error
 from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle
@@ -37,8 +34,11 @@ from citedocs.text import cjk
 if TYPE_CHECKING:
     from citedocs.answer.retriever import Retriever
     from citedocs.answer.service import AnswerEvent, AnswerService
+    from citedocs.index.folders import IndexProgress, ProgressCallback
+    from citedocs.index.ocr import OcrProgress
     from citedocs.llm.chat import ChatModel
     from citedocs.oidc import OidcVerifier
+    from citedocs.parsers.pdf_page import RenderedPage
     from citedocs.sites.service import SiteService
 
 _log = logging.getLogger(__name__)

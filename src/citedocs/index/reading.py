@@ -12,16 +12,16 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from citedocs.errors import InputError
-from citedocs.index.folders import pin_source
-from citedocs.index.ocr import ocr_options
-from citedocs.parsers import parse_bytes
-from citedocs.parsers.pdf_page import RenderedPage, render_page
 from citedocs.settings import Settings
 from citedocs.sources.confined import FolderHandle, Opened, read_capped
 from citedocs.sources.folders import open_confined
 from citedocs.store import Source, Store
+
+if TYPE_CHECKING:
+    from citedocs.parsers.pdf_page import RenderedPage
 
 
 @dataclass(slots=True)
@@ -39,6 +39,7 @@ def open_registered(
 ) -> tuple[Path, Opened]:
     """The real path and the open descriptor of a regular file inside a registered folder (one of those
     `visible` keeps, for a token limited to some sources); the caller closes the descriptor."""
+    from citedocs.index.folders import pin_source  # the indexer's module: loaded on a read, not at start
 
     def pin(folder: Path) -> FolderHandle:
         source = store.find_source(str(folder))
@@ -76,6 +77,8 @@ def read_page_image(
             f"{resolved.name} is not a PDF, so it has no page images.",
             "Read its text instead (GET /read, `citedocs read`).",
         )
+    from citedocs.parsers.pdf_page import render_page
+
     return render_page(data, resolved.name, page, passage)
 
 
@@ -88,6 +91,9 @@ def read_lines(
     visible: Callable[[list[Source]], list[Source]] | None = None,
 ) -> ReadResult:
     """Lines `start_line`..`end_line` (1-based, inclusive; all by default) of a registered file's text."""
+    from citedocs.index.ocr import ocr_options
+    from citedocs.parsers import parse_bytes
+
     resolved, data = read_bytes(store, settings, path, visible)
     max_bytes = int(settings.max_file_mb * 1_048_576)
     # an OCRed PDF is OCRed again to serve its lines (the same pages give the same text)

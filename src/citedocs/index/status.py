@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from citedocs.embed.blob import FINGERPRINT_KEY
-from citedocs.index.ocr import ocr_status
 from citedocs.settings import Settings
 from citedocs.store import Job, Source, Store
 
@@ -27,6 +26,8 @@ def index_status(
     keyword_index: dict[str, Any],
 ) -> dict[str, Any]:
     """The whole index's status; `embedder` holds the model's name and state, the rest is read here."""
+    from citedocs.index.ocr import ocr_status  # OCR's parsers load for a status, not at every start
+
     have, total = store.vector_counts()
     return {
         "db": store.path,
