@@ -102,6 +102,15 @@ def test_a_bad_value_names_the_variable_and_where_it_was_set(
     assert "docs/configuration.md" in caught.value.hint
 
 
+def test_a_long_bad_value_is_shown_cut_and_escaped(
+    monkeypatch: pytest.MonkeyPatch, files: tuple[Path, Path]
+) -> None:
+    monkeypatch.setenv("CITEDOCS_PORT", "\x1b[2J" + "9" * 5000)
+    with pytest.raises(ConfigError, match=r"CITEDOCS_PORT \(environment\)") as caught:
+        Settings()
+    assert "\x1b" not in str(caught.value) and len(str(caught.value)) < 400
+
+
 def test_a_bad_secret_is_reported_without_its_value(
     monkeypatch: pytest.MonkeyPatch, files: tuple[Path, Path]
 ) -> None:

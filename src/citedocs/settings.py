@@ -99,7 +99,8 @@ def _config_error(
     shown = PREFIX + name.upper() if name not in given and not where.endswith(".toml") else name
     field = Settings.model_fields.get(name)
     secret = field is not None and field.annotation is SecretStr
-    value = "" if secret else f", not {error.get('input')!r}"
+    given_value = repr(error.get("input"))
+    value = "" if secret else f", not {given_value if len(given_value) <= 80 else given_value[:79] + '…'}"
     return ConfigError(
         f"{shown} ({where}): {error['msg']}{value}.",
         "Fix it there; docs/configuration.md lists every setting and the values it takes.",
