@@ -212,6 +212,26 @@ def test_a_delayed_load_starts_late_unless_something_waits_for_the_model() -> No
     assert hurried.ready and slow.loads == 1
 
 
+def test_closing_calls_off_a_load_not_begun_and_waits_for_one_under_way() -> None:
+    slow = _SlowEmbedder()
+    slow.release.set()
+    lazy = LazyEmbedder(slow)
+    lazy.start_loading(after=30)
+    started = time.perf_counter()
+    lazy.settle(5)
+    assert time.perf_counter() - started < 2 and slow.loads == 0 and lazy.state == "not_loaded"
+
+    slow = _SlowEmbedder()
+    lazy = LazyEmbedder(slow)
+    lazy.start_loading()
+    deadline = time.monotonic() + 5
+    while slow.loads == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    threading.Timer(0.3, slow.release.set).start()
+    lazy.settle(5)
+    assert lazy.ready and slow.loads == 1  # settle returned only once the load under way had finished
+
+
 def test_lazy_embedder_loads_on_first_use_without_start() -> None:
     inner = _SlowEmbedder()
     inner.release.set()

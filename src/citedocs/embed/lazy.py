@@ -23,6 +23,8 @@ class LazyEmbedder:
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._go = threading.Event()  # ends a delayed start's wait (`start_loading(after=...)`)
+        self._begun = False  # the load itself has started (not only its delayed start)
+        self._called_off = False
         self._state = "not_loaded"
         self._error: CitedocsError | None = None
 
@@ -55,7 +57,23 @@ class LazyEmbedder:
 
     def _load_after(self, after: float) -> None:
         self._go.wait(after)
+        with self._lock:
+            if self._called_off:
+                self._state = "not_loaded"
+                self._done.set()
+                return
+            self._begun = True
         self._load()
+
+    def settle(self, timeout: float | None = None) -> None:
+        """For closing (the embedder is not used after): a delayed load that has not begun never begins, one
+        under way is waited for (a process must not exit while onnxruntime loads in another thread)."""
+        with self._lock:
+            if self._state == "loading" and not self._begun:
+                self._called_off = True
+                self._go.set()
+        if self._state == "loading":
+            self._done.wait(timeout)
 
     def _load(self) -> None:
         try:
@@ -77,6 +95,7 @@ class LazyEmbedder:
             run_here = self._state == "not_loaded"
             if run_here:
                 self._state = "loading"
+                self._begun = True
         if run_here:
             self._load()
         self._go.set()

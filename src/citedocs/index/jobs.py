@@ -74,8 +74,8 @@ class IndexJobs:
             self.watcher.stop()
         if self._embed_changes is not None:
             self._embed_changes.join(CLOSE_WAIT_FOR_MODEL_S)
-        if self.embedder is not None and self.embedder.state == "loading":
-            self.embedder.wait(CLOSE_WAIT_FOR_MODEL_S)
+        if self.embedder is not None:
+            self.embedder.settle(CLOSE_WAIT_FOR_MODEL_S)
         if self._background:
             from citedocs.sources.fetch import FETCH_TIMEOUT_S  # httpx: only where pages were fetched
 
