@@ -121,8 +121,11 @@ def test_serve_starts_the_installed_model_with_the_installed_server(tmp_path: Pa
         assert call(url + "/stats")["model"]["name"] == "tiny"
         data = ask_when_ready(url, 60)["data"]
         assert "9464" in data["answer"] and data["citations"] and data["invalid_citations"] == []
-        args = starts(record)[-1]["args"]
+        started = starts(record)[-1]
+        args = started["args"]
         assert args[args.index("-m") + 1] == report.model.path  # the installed file, by the installed server
+        # `citedocs serve` runs numpy's BLAS on one thread (citedocs/blas.py); the model server keeps its own
+        assert started["openblas_threads"] == env.get("OPENBLAS_NUM_THREADS")
         health = call(url + "/healthz")
         assert health["status"] == "ok" and health["model"]["name"] == "tiny"
     finally:

@@ -1,5 +1,5 @@
 """A stand-in llama-server executable: an OpenAI-compatible fake (fakes.openai_server) on the port it is
-given, which appends `{"pid", "args"}` to a record file each time it starts, so tests see the arguments a
+given, which appends `{"pid", "args", "openblas_threads"}` to a record file each time it starts, so tests see the arguments a
 real process got and count its starts. It answers the Prometheus-port question of examples/sample-docs with
 a citation of the passage that holds 9464, and refuses anything else. With `hold`, each answer waits until
 that file exists (creating `hold` + ".waiting" first), so a test can keep an answer in flight."""
@@ -22,7 +22,8 @@ if "--help" in args:
     print("usage: llama-server -m FILE --port N")
     sys.exit(0)
 with open({record!r}, "a") as f:
-    f.write(json.dumps({{"pid": os.getpid(), "args": args}}) + "\\n")
+    blas = os.environ.get("OPENBLAS_NUM_THREADS")
+    f.write(json.dumps({{"pid": os.getpid(), "args": args, "openblas_threads": blas}}) + "\\n")
 def respond(request):
     hold = {hold!r}
     if hold:
@@ -49,7 +50,7 @@ def write_llama_server(path: Path, record: Path, hold: Path | None = None) -> Pa
 
 
 def starts(record: Path) -> list[dict[str, Any]]:
-    """Each start of the stand-in so far: `{"pid": ..., "args": [...]}`, oldest first."""
+    """Each start of the stand-in so far: `{"pid": ..., "args": [...], "openblas_threads": ...}`, oldest first."""
     if not record.exists():
         return []
     return [json.loads(line) for line in record.read_text(encoding="utf-8").splitlines() if line]

@@ -10,10 +10,13 @@ import sys
 import warnings
 from typing import Any, TextIO
 
+from citedocs.blas import one_thread_from_the_start
+
 __all__ = ["app", "main"]
 
 
 def main() -> None:
+    one_thread_from_the_start()  # before numpy loads (citedocs/blas.py)
     warnings.showwarning = _show_warning
     if sys.argv[1:2] == ["search"]:
         from citedocs.cli.fast import fast_search

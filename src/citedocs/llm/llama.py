@@ -25,6 +25,7 @@ from typing import Literal
 
 import httpx
 
+from citedocs.blas import child_environment
 from citedocs.errors import ConfigError, LLMError
 from citedocs.settings import Settings
 
@@ -183,7 +184,12 @@ class LlamaServer:
         self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as log:
             self._process = await asyncio.create_subprocess_exec(
-                *command, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+                *command,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                env=child_environment(),  # its own threads: not this process's BLAS setting
             )
         try:
             await self._wait_ready()

@@ -12,11 +12,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from citedocs.blas import BLAS_ENV
+
 # BLAS threads for query-time math. Measured on the 2-core machine (bench/bench_search_path.py, docs/performance.md):
 # scoring 5k x 384 float32 took 0.8 ms with one OpenBLAS thread and 17-30 ms with its default two, which
 # wait on each other and on the server's own threads; a matrix-vector product gains nothing from a second core.
 QUERY_BLAS_THREADS = 1
-_BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _blas_lock = threading.Lock()
 _blas_set = False
 
@@ -29,7 +30,7 @@ def limit_blas_threads() -> None:
         if _blas_set:
             return
         _blas_set = True
-        if any(os.environ.get(name) for name in _BLAS_ENV):
+        if any(os.environ.get(name) for name in BLAS_ENV):  # the user's choice, or set before numpy loaded
             return
         from threadpoolctl import threadpool_limits  # enumerates the loaded libraries: only when needed
 
