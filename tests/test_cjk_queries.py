@@ -160,3 +160,37 @@ _HALF_WIDTH = str.maketrans(
         )
     )
 )
+
+
+def test_a_lazy_pattern_answers_as_the_compiled_regex_would() -> None:
+    import re
+
+    from citedocs.text.cjk import CJK_CLASS, LazyPattern
+
+    source = f"[{CJK_CLASS}]+"
+    lazy, compiled = LazyPattern(source), re.compile(source)
+    for text in ["rotate the logs", "ログを ローテート する", "日本語のログもrotateする。", "", "全角ＡＢＣ"]:
+        assert [m.span() for m in lazy.finditer(text)] == [m.span() for m in compiled.finditer(text)]
+        assert lazy.findall(text) == compiled.findall(text) and lazy.sub(" ", text) == compiled.sub(" ", text)
+        for method in ("search", "match", "fullmatch"):
+            mine, theirs = getattr(lazy, method)(text), getattr(compiled, method)(text)
+            assert (mine and mine.span()) == (theirs and theirs.span())
+
+
+def test_english_text_never_compiles_the_cjk_patterns() -> None:
+    """Compiling them cost ~6 ms of every process's start (text/cjk.py); English-only work does not need them."""
+    import subprocess
+    import sys
+
+    code = (
+        "from citedocs.text import cjk, tokens\n"
+        "from citedocs.text.analyzer import query_terms\n"
+        "from citedocs.text.terms import extract_terms\n"
+        "query_terms('how do I rotate the logs?'); extract_terms('Rotate logs weekly.')\n"
+        "tokens.estimate_tokens('Rotate logs weekly.')\n"
+        "print([p._compiled is None for p in (cjk.CJK_RUN, cjk.RAW_CJK_RUN, cjk._HAN, tokens._HEAVY_RUN)])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[True, True, True, True]"

@@ -15,12 +15,14 @@ import importlib.util
 import re
 import threading
 import unicodedata
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
     "CJK_CLASS",
     "CJK_RUN",
     "RAW_CJK_RUN",
+    "LazyPattern",
     "analyzer_id",
     "cjk_spans",
     "cjk_tokens",
@@ -40,12 +42,49 @@ CJK_CLASS = (
     "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff"
     "\u3130-\u318f\u3005-\u3007"
 )
-CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+
+
+class LazyPattern:
+    """A regular expression compiled on its first use. A class spanning the CJK blocks takes 1.5-2 ms to
+    compile, ~6 ms for the few here and in text/tokens.py: a cost at every process's start, for text most
+    processes never meet (`has_cjk` asks `str.isascii` first)."""
+
+    __slots__ = ("_compiled", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._compiled: re.Pattern[str] | None = None
+
+    def _regex(self) -> re.Pattern[str]:
+        if self._compiled is None:  # two threads may both compile it: the same pattern either way
+            self._compiled = re.compile(self.pattern)
+        return self._compiled
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self._regex().search(text)
+
+    def match(self, text: str) -> re.Match[str] | None:
+        return self._regex().match(text)
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        return self._regex().fullmatch(text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self._regex().finditer(text)
+
+    def findall(self, text: str) -> list[str]:
+        return self._regex().findall(text)
+
+    def sub(self, replacement: str, text: str) -> str:
+        return self._regex().sub(replacement, text)
+
+
+CJK_RUN = LazyPattern(f"[{CJK_CLASS}]+")
 # A CJK run of text not yet `normalize`d: half-width katakana too (NFKC makes it katakana).
-RAW_CJK_RUN = re.compile(f"[{CJK_CLASS}\uff66-\uff9f]+")
+RAW_CJK_RUN = LazyPattern(f"[{CJK_CLASS}\uff66-\uff9f]+")
 _KANA = re.compile("[\u3041-\u3096\u30a1-\u30fa]")
 _HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
-_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3005-\u3007]")
+_HAN = LazyPattern("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3005-\u3007]")
 # Parts of speech that are grammar, not content: particles, auxiliary verbs, suffixes (dropped from queries).
 _FUNCTION_POS = frozenset({"助詞", "助動詞", "接尾辞"})
 # Those that state a fact: nouns (names, numbers, terms) and adjectives. Verbs and adverbs are how a question
