@@ -1,6 +1,7 @@
 """Whole-process start-up: what a person (or an agent spawning `citedocs mcp`) waits for.
 
     .venv/bin/python bench/bench_startup.py [--runs 5] [--before-src /tmp/before/src] [--qmd DIR]
+    .venv/bin/python bench/bench_startup.py --install-qmd DIR      # once: bun and qmd, pinned, from npm
 
 On the sample docs, interleaved run by run: `citedocs search` as a one-off process (default mode, and
 `--mode keyword`), the same with a `citedocs serve` running on the index, and `citedocs mcp` from spawn to the
@@ -99,6 +100,42 @@ def _spawn(command: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
+
+
+BUN = (
+    "@oven/bun-linux-x64",
+    "1.3.5",
+    "n7zhKTSDZS0yOYg5Rq8easZu5Y/o47sv0c7yGr2ciFdcie9uYV55fZ7QMqhWMGK33ezCSikh5EDkUMCIvfWpjA==",
+)
+QMD = "@tobilu/qmd@2.8.3"
+
+
+def install_qmd(folder: Path) -> Path:
+    """bun (checked against its pinned sha512) and qmd in `folder`; the bun binary's path."""
+    import base64
+    import hashlib
+    import tarfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    name, version, sha512 = BUN
+    packed = subprocess.run(
+        ["npm", "pack", f"{name}@{version}", "--silent"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout.split()[-1]
+    tarball = folder / packed
+    if base64.b64encode(hashlib.sha512(tarball.read_bytes()).digest()).decode() != sha512:
+        raise RuntimeError(f"{tarball} is not the pinned {name} {version}")
+    with tarfile.open(tarball) as archive:
+        archive.extractall(folder / "bun", filter="data")
+    bun = folder / "bun" / "package" / "bin" / "bun"
+    bun.chmod(0o755)
+    (folder / "package.json").write_text('{"name": "qmd-peer", "private": true}\n', encoding="utf-8")
+    subprocess.run([str(bun), "add", QMD, "--ignore-scripts"], cwd=folder, check=True, timeout=600)
+    return bun
 
 
 def _qmd_setup(install: Path, bun: str, home: Path) -> tuple[list[str], dict[str, str]]:
@@ -227,8 +264,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--before-src", type=Path, help="src folder of another checkout, timed alongside")
     parser.add_argument("--qmd", type=Path, help="folder holding an install of @tobilu/qmd, timed alongside")
-    parser.add_argument("--bun", default="bun", help="the bun that runs qmd")
+    parser.add_argument("--bun", help="the bun that runs qmd (default: the one --install-qmd put in DIR)")
+    parser.add_argument(
+        "--install-qmd", type=Path, metavar="DIR", help="install bun and qmd in DIR, then stop"
+    )
     args = parser.parse_args()
+    if args.install_qmd:
+        print(f"bun at {install_qmd(args.install_qmd)}; now: --qmd {args.install_qmd}")
+        return
     print_header("Start-up: one-off CLI search, and MCP spawn -> tools/list -> first search")
     versions = {"now": REPO / "src", **({"before": args.before_src} if args.before_src else {})}
     results: dict[str, list[float]] = {}
@@ -248,7 +291,8 @@ def main() -> None:
                 "reindex", "--db", str(dbs[name])
             )  # embeddings done before timing (`add` may return first)
             subprocess.run(wait, env=_env(src, home), check=True, capture_output=True, timeout=600)
-        qmd = _qmd_setup(args.qmd, args.bun, home) if args.qmd else None
+        bun = args.bun or (str(args.qmd / "bun" / "package" / "bin" / "bun") if args.qmd else "bun")
+        qmd = _qmd_setup(args.qmd, bun, home) if args.qmd else None
         for _ in range(args.runs):
             if qmd is not None:
                 command, env = qmd
