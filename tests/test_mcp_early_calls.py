@@ -356,7 +356,17 @@ def _threads_at_start(home: Path, **env: str) -> int:
     return min(counts)
 
 
+def _numpy_uses_openblas() -> bool:
+    import numpy  # noqa: F401  (loads its BLAS)
+    from threadpoolctl import threadpool_info
+
+    return any(info.get("internal_api") == "openblas" for info in threadpool_info())
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc (Linux)")
+@pytest.mark.skipif(
+    not _numpy_uses_openblas(), reason="numpy's BLAS here is not OpenBLAS, whose threads it counts"
+)
 def test_the_command_runs_numpy_on_one_blas_thread_unless_the_user_chose(index: Path) -> None:
     """citedocs/blas.py: set before numpy loads, so OpenBLAS starts no worker thread (each spun ~0.1 s of CPU);
     a number the user gave is theirs (OpenBLAS starts one worker fewer than that, at most one fewer than cores)."""
