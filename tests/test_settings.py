@@ -111,6 +111,16 @@ def test_a_long_bad_value_is_shown_cut_and_escaped(
     assert "\x1b" not in str(caught.value) and len(str(caught.value)) < 400
 
 
+def test_a_config_file_of_any_name_shows_the_setting_as_written_there(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, files: tuple[Path, Path]
+) -> None:
+    config = tmp_path / "citedocs.conf"
+    config.write_text('top_k = "many"\n', encoding="utf-8")
+    monkeypatch.setenv("CITEDOCS_CONFIG", str(config))
+    with pytest.raises(ConfigError, match=r"^top_k \(.*citedocs\.conf\): "):
+        Settings()
+
+
 def test_a_bad_secret_is_reported_without_its_value(
     monkeypatch: pytest.MonkeyPatch, files: tuple[Path, Path]
 ) -> None:

@@ -66,9 +66,9 @@ def _prefixed(values: Mapping[str, str]) -> dict[str, str]:
     return {k[len(PREFIX) :].lower(): v for k, v in values.items() if k.upper().startswith(PREFIX)}
 
 
-def _configured(fields: Mapping[str, Any], env_file: Path | None) -> dict[str, tuple[Any, str]]:
+def _configured(fields: Mapping[str, Any], env_file: Path | None) -> dict[str, tuple[Any, str, str]]:
     """The settings' values from the environment, the `.env` file and `config.toml`, the highest source
-    winning, each with where it was given (for an error that says where to fix it)."""
+    winning, each with where it was given and under what name (for an error that says where to fix it)."""
     config = default_config_path()
     toml: dict[str, Any] = {}
     if config.is_file():
@@ -82,21 +82,38 @@ def _configured(fields: Mapping[str, Any], env_file: Path | None) -> dict[str, t
                 "Fix the file, or set CITEDOCS_CONFIG to another one.",
             ) from None
     dotenv = _prefixed(_read_dotenv(env_file)) if env_file is not None else {}
-    places = [("environment", _prefixed(os.environ)), (str(env_file), dotenv), (str(config), toml)]
-    found = {name: (value, "a renamed setting") for name, value in retired_values(places).items()}
-    for where, values in reversed(places):
-        found.update({name: (value, where) for name, value in values.items() if name in fields})
+    # (where, values by setting name, whether they are named as CITEDOCS_* variables there), highest first
+    places = [
+        ("environment", _prefixed(os.environ), True),
+        (str(env_file), dotenv, True),
+        (str(config), toml, False),
+    ]
+    found = {
+        name: (value, "a renamed setting", PREFIX + name.upper())
+        for name, value in retired_values([(where, values) for where, values, _ in places]).items()
+    }
+    for where, values, variables in reversed(places):
+        found.update(
+            {
+                name: (value, where, PREFIX + name.upper() if variables else name)
+                for name, value in values.items()
+                if name in fields
+            }
+        )
     return found
 
 
 def _config_error(
-    exc: ValidationError, configured: Mapping[str, tuple[Any, str]], given: Mapping[str, Any]
+    exc: ValidationError, configured: Mapping[str, tuple[Any, str, str]], given: Mapping[str, Any]
 ) -> ConfigError:
     """The first bad value, named as it was given and where (a secret's value is never shown)."""
     error = exc.errors()[0]
     name = str(error["loc"][0]) if error["loc"] else ""
-    where = "given to Settings" if name in given else configured.get(name, (None, "a default"))[1]
-    shown = PREFIX + name.upper() if name not in given and not where.endswith(".toml") else name
+    _, where, shown = (
+        (None, "given to Settings", name)
+        if name in given
+        else configured.get(name, (None, "a default", name))
+    )
     field = Settings.model_fields.get(name)
     secret = field is not None and field.annotation is SecretStr
     given_value = repr(error.get("input"))
@@ -401,7 +418,7 @@ class Settings(BaseModel):
                 raise TypeError(unknown_setting(unknown[0]))
             configured = _configured(fields, _chosen_env_file(_env_file))
             try:
-                super().__init__(**{**{k: v for k, (v, _) in configured.items()}, **values})
+                super().__init__(**{**{k: v for k, (v, _, _) in configured.items()}, **values})
             except ValidationError as exc:
                 raise _config_error(exc, configured, values) from None
 
