@@ -44,16 +44,15 @@ class LazyEmbedder:
         """Begin loading in a daemon thread, `after` seconds from now (at once if something waits for the
         model first); calling it again does nothing."""
         with self._lock:
-            if self._state != "not_loaded":
-                if after <= 0:
-                    self._go.set()
-                return
-            self._state = "loading"
+            first = self._state == "not_loaded"
+            if first:
+                self._state = "loading"
         if after <= 0:
-            self._go.set()
-        threading.Thread(
-            target=self._load_after, args=(after,), name=f"load-{self.name}", daemon=True
-        ).start()
+            self._go.set()  # also hurries a delayed start made before
+        if first:
+            threading.Thread(
+                target=self._load_after, args=(after,), name=f"load-{self.name}", daemon=True
+            ).start()
 
     def _load_after(self, after: float) -> None:
         self._go.wait(after)
