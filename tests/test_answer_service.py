@@ -189,6 +189,20 @@ def test_an_answer_its_sources_mostly_do_not_hold_is_withheld_as_a_refusal(libra
     assert [q["text"] for q in done.data["quotes"]] == ["The server listens on port 8765 by default."]
 
 
+@pytest.mark.parametrize("reply", [["[1]", "[2]"], [" "]])
+def test_a_reply_of_citation_marks_or_nothing_is_withheld(library: Citedocs, reply: list[str]) -> None:
+    """The 1.5B model once answered an unanswerable question with "[1][4]" alone: a reader was shown two marks
+    as the answer. A reply with no words is withheld like an unsupported one; the quotes are the answer."""
+    with FakeOpenAI([Reply(tokens=reply)]) as server:
+        events = run(events_of(library, server))
+    done = assert_one_terminal(events)
+    assert done.data["refused"] is True and done.data["refused_before_model"] is False
+    assert done.data["answer"] == REFUSAL_SENTENCE and done.data["citations"] == []
+    said = "only citation marks" if "".join(reply).strip() else "nothing"
+    assert done.data["refusal_reason"] == f"the model's answer held no words ({said}), so it was withheld"
+    assert done.data["quotes_label"] == "What the sources say"
+
+
 def test_done_quotes_what_the_synthesis_leaves_out_verbatim_with_its_source_and_line(
     library: Citedocs,
 ) -> None:

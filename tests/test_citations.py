@@ -247,3 +247,7 @@ def test_withheld_reason_counts_checked_sentences_only() -> None:
     assert withheld_reason(half, 0.6) is not None
     nothing_to_check = check_citations("Here is how:", passages)
     assert withheld_reason(nothing_to_check, 0.5) is None
+    for wordless in ("[1][4]", "[1]. [1]", "", " \n"):
+        reason = withheld_reason(check_citations(wordless, passages), 0.0)
+        assert reason is not None and "held no words" in reason, wordless
+    assert withheld_reason(check_citations("8765 [1]", passages), 0.5) is None  # a number is a word here

@@ -320,14 +320,19 @@ def _rewrite(
 
 
 def withheld_reason(report: CitationReport, min_supported: float = MIN_SUPPORTED) -> str | None:
-    """Why an answer is not delivered, or None: fewer than `min_supported` of its checked sentences are held by
-    its sources (then the refusal is sent and the model's words stay in `raw_answer`).
+    """Why an answer is not delivered, or None: it says nothing but citation marks, or fewer than
+    `min_supported` of its checked sentences are held by its sources (then the refusal is sent and the
+    model's words stay in `raw_answer`).
 
     Measured on claude-docs, every answered case of seven whole-passage runs of the 1.5B model (eval/baseline):
     answers to answerable questions had at least half of their checked sentences supported, the answers it made
     up for unanswerable ones ("How do I install Claude Code?": clone a repository, run `python server.py`)
     0.17-0.40. With 450-token evidence windows one answerable answer had 0.33.
     """
+    if not any(ch.isalnum() for ch in strip_markers(report.answer)):
+        # "[1][4]" was the 1.5B model's whole reply to an unanswerable Japanese question (answer-ja-5)
+        said = "only citation marks" if report.answer.strip() else "nothing"
+        return f"the model's answer held no words ({said}), so it was withheld"
     held, checked = report.support_counts
     if report.supported_fraction >= min_supported:
         return None
