@@ -1,7 +1,7 @@
 """What a user's search costs end to end, against bm25s at its best, on SciFact 1x and 10x (keyword).
 
     nice -n 10 .venv/bin/python bench/bench_search_path.py [--scales 1,10] [--cache /tmp/citedocs-kw-bench]
-        [--http-requests 300] [--skip-http] [--skip-reopen]
+        [--http-requests 300] [--skip-http] [--skip-reopen] [--hybrid] [--hybrid-scales 1,10]
 
 The indexes are bench_keyword_scale's (built into --cache on first use). One process, interleaved query by
 query; the machine may be shared, so the library figures are CPU time (time.process_time) per query.
@@ -19,6 +19,9 @@ query; the machine may be shared, so the library figures are CPU time (time.proc
 - hybrid (`--hybrid`): `citedocs serve --folder examples/sample-docs` with the default (packaged) embedder, once
   every chunk has a vector: warm hybrid `/search` P50 and server CPU per request (query embedding, vector
   scoring on one BLAS thread, BM25, fusion). The corpus is small: this is the fixed cost of a hybrid query.
+- hybrid over SciFact (`--hybrid-scales 1,10`): the index with every passage embedded by the default embedder
+  (made once in --cache: `scifact-x1-hybrid.db`), served by `citedocs serve`; distinct questions, hybrid and
+  keyword requests interleaved: wall P50/P95 and server CPU per request of each.
 - reopen: a new process opens the index and runs one keyword search: seconds from open to the answer, with
   the keyword index saved beside the database (`index.sqlite3.keyword`) and without it (a build).
 """
@@ -290,6 +293,73 @@ def hybrid(requests: int, tmp: Path) -> dict[str, Any]:
     }
 
 
+def hybrid_scifact(db: Path, queries: list[str], requests: int, tmp: Path) -> dict[str, Any]:
+    """Hybrid `/search` over a SciFact index with every passage embedded (the default embedder; the embedded copy
+    of the keyword index is made once and kept in the cache): distinct questions, so every request embeds its
+    query; keyword requests interleaved on the same server for the hybrid part's cost."""
+    import httpx
+
+    hybrid_db = db.with_name(db.stem + "-hybrid.db")
+    embed_s = None
+    if not hybrid_db.exists():
+        import shutil
+
+        from citedocs.service import Citedocs
+        from citedocs.settings import Settings
+
+        partial = hybrid_db.with_suffix(".partial")
+        shutil.copyfile(db, partial)
+        started = time.perf_counter()
+        app = Citedocs(Settings(db=str(partial), _env_file=None))
+        try:
+            app.embed()
+        finally:
+            app.close()
+        embed_s = round(time.perf_counter() - started, 1)
+        partial.rename(hybrid_db)
+    env = {**os.environ, "CITEDOCS_DB": str(hybrid_db), "CITEDOCS_ENV_FILE": "", "XDG_DATA_HOME": str(tmp)}
+    env.pop("CITEDOCS_EMBEDDER", None)
+    proc, port = _start([sys.executable, "-m", "citedocs", "serve", "--port", "0"], env, tmp / "serve.log")
+    try:
+        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300)
+        deadline = time.monotonic() + 600
+        while True:  # until the model is loaded
+            body = client.post("/search", json={"query": queries[0]}).json()
+            if body["mode"] == "hybrid" and not body.get("note"):
+                break
+            assert time.monotonic() < deadline, body
+            time.sleep(2)
+        for q in queries[:30]:
+            client.post("/search", json={"query": q}).raise_for_status()
+        wall: dict[str, list[float]] = {"hybrid": [], "keyword": []}
+        cpu = dict.fromkeys(wall, 0.0)
+        for n in range(requests):
+            q = queries[30 + n % (len(queries) - 30)]
+            for mode in wall:
+                c0 = _cpu_s(proc.pid)
+                t0 = time.perf_counter()
+                body = client.post("/search", json={"query": q, "mode": mode}).json()
+                wall[mode].append((time.perf_counter() - t0) * 1000)
+                cpu[mode] += _cpu_s(proc.pid) - c0
+                assert body["mode"] == mode and not body.get("note"), body
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    out: dict[str, Any] = {"passages": _count_chunks(hybrid_db), "embed_s": embed_s, "requests": requests}
+    for mode, values in wall.items():
+        out[f"{mode}_p50_ms"] = round(statistics.median(values), 2)
+        out[f"{mode}_p95_ms"] = round(pct(values, 95), 2)
+        out[f"{mode}_server_cpu_ms"] = round(cpu[mode] * 1000 / requests, 2)
+    return out
+
+
+def _count_chunks(db: Path) -> int:
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        return int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+
 REOPEN = """
 import sys, time
 t0 = time.perf_counter()
@@ -348,6 +418,11 @@ def main() -> None:
     parser.add_argument("--skip-reopen", action="store_true")
     parser.add_argument("--skip-library", action="store_true")
     parser.add_argument("--hybrid", action="store_true", help="also the hybrid /search figure (sample docs)")
+    parser.add_argument(
+        "--hybrid-scales",
+        default="",
+        help="hybrid /search over SciFact at these scales (1,10), every passage embedded",
+    )
     args = parser.parse_args()
     from bench_keyword_scale import cached_sqlite
 
@@ -360,6 +435,12 @@ def main() -> None:
     if args.hybrid:
         with tempfile.TemporaryDirectory(prefix="citedocs-hybrid-") as tmp:
             print("hybrid", json.dumps(hybrid(80, Path(tmp))), flush=True)
+    for scale in [int(s) for s in args.hybrid_scales.split(",") if s]:
+        store, _ = cached_sqlite(cache, Path(args.folder), scale)
+        store.close()
+        with tempfile.TemporaryDirectory(prefix="citedocs-hybrid-") as tmp:
+            result = hybrid_scifact(cache / f"scifact-x{scale}.db", queries, args.http_requests, Path(tmp))
+            print(f"{scale}x hybrid", json.dumps(result), flush=True)
     for scale in [int(s) for s in args.scales.split(",") if s]:
         store, _ = cached_sqlite(cache, Path(args.folder), scale)
         store.close()
