@@ -122,3 +122,13 @@ def test_lines_a_passage_already_said_are_not_repeated_to_the_model() -> None:
     messages, _ = build_messages("q?", [hit(text)])
     assert messages[-1]["content"].count("Claude assesses if any tools can help") == 1
     assert without_repeats("") == ""
+
+
+def test_a_seeded_fence_is_the_same_for_a_seed_and_question_and_a_valid_fence() -> None:
+    from citedocs.answer.prompt import FENCE_LETTERS, seeded_fence
+
+    fence = seeded_fence(7, "Which port?")
+    assert fence == seeded_fence(7, "Which port?") and len(fence) == FENCE_LETTERS and fence.islower()
+    assert fence != seeded_fence(8, "Which port?") and fence != seeded_fence(7, "Which port? ")
+    messages, used = build_messages("Which port?", [], fence)
+    assert used == fence and f"<<<QUESTION {fence}>>>" in messages[1]["content"]

@@ -83,9 +83,11 @@ async def model_reply(
     *,
     max_tokens: int,
     started: float,
+    seed: int | None = None,
 ) -> AsyncGenerator[str, None]:
     """The text a reader sees, piece by piece; `reply` holds the rest when the generator ends. `started`: when
-    the answer began (time to first token is counted from it). A refusal is asked once more."""
+    the answer began (time to first token is counted from it). A refusal is asked once more. `seed` (a
+    reproducible evaluation): the model samples with it, each ask its own."""
     for ask in range(ASKS):
         reply.asks, reply.pieces, reply.finish, hold = ask + 1, [], None, RefusalHold()
         guard = RepetitionGuard()
@@ -93,7 +95,10 @@ async def model_reply(
         stream = cast(
             "AsyncGenerator[LLMEvent, None]",
             llm.stream_chat(
-                messages, max_tokens=max_tokens, temperature=TEMPERATURE if ask == 0 else RETRY_TEMPERATURE
+                messages,
+                max_tokens=max_tokens,
+                temperature=TEMPERATURE if ask == 0 else RETRY_TEMPERATURE,
+                extra=None if seed is None else {"seed": seed + ask},
             ),
         )
         async with contextlib.aclosing(stream) as events:

@@ -68,6 +68,8 @@ class PreparedAnswer:
     # The earlier turns of a follow-up (answer/conversation.py) and what retrieval searched for it.
     history: tuple[Turn, ...] = ()
     query: FollowUpQuery | None = None
+    # Set by a reproducible evaluation only: the prompt's fence is drawn from it and the model samples with it.
+    seed: int | None = None
 
     def quotes(self, synthesis: str, model_refused: bool = False) -> list[QuoteDict]:
         """The source sentences a reader sees under `synthesis` ("" when there is none: then they are the

@@ -15,6 +15,7 @@ the refused prompts answered once the rules were back at the end.
 
 from __future__ import annotations
 
+import random
 import re
 import secrets
 import string
@@ -48,6 +49,15 @@ SYSTEM_PROMPT = (
 def new_fence() -> str:
     """A fresh random fence token: 14 lowercase letters."""
     return "".join(secrets.choice(string.ascii_lowercase) for _ in range(FENCE_LETTERS))
+
+
+def seeded_fence(seed: int, question: str) -> str:
+    """The fence of a reproducible evaluation (`citedocs eval answer --seed`): drawn from the seed and the
+    question, so a question gets the same prompt in every run with that seed. A new random fence flipped 4 of
+    30 Japanese answers between two runs with the same passages (docs/evaluation.md). Predictable to whoever
+    knows the seed, so never used to answer a user."""
+    draw = random.Random(f"{seed}\n{question}")
+    return "".join(draw.choice(string.ascii_lowercase) for _ in range(FENCE_LETTERS))
 
 
 def neutralize(text: str, fence: str) -> str:

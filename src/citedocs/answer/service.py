@@ -46,7 +46,7 @@ from citedocs.answer.generation import ASKS, RETRY_TEMPERATURE, TEMPERATURE, Rep
 from citedocs.answer.pages import PageFetcher, links_to_fetch
 from citedocs.answer.passages import passages
 from citedocs.answer.prepared import HIGHLIGHTS, PreparedAnswer, evidence_data
-from citedocs.answer.prompt import build_messages, question_language, refusal_sentence
+from citedocs.answer.prompt import build_messages, question_language, refusal_sentence, seeded_fence
 from citedocs.answer.quotes import QUOTE_CHARS
 from citedocs.answer.repetition import STOP_REPEATS
 from citedocs.answer.retriever import Retriever
@@ -261,8 +261,9 @@ class AnswerService:
                 "llama.cpp server.",
             )
             return
+        fence = None if prepared.seed is None else seeded_fence(prepared.seed, prepared.question)
         messages, _ = build_messages(
-            prepared.question, prepared.hits, history=compact_history(prepared.history)
+            prepared.question, prepared.hits, fence, history=compact_history(prepared.history)
         )
         prepared.messages = messages
         reply, first = Reply(), True
@@ -270,7 +271,12 @@ class AnswerService:
         terminal: AnswerEvent | None = None
         try:
             shown = model_reply(
-                self.llm, messages, reply, max_tokens=self.settings.llm_max_tokens, started=prepared.started
+                self.llm,
+                messages,
+                reply,
+                max_tokens=self.settings.llm_max_tokens,
+                started=prepared.started,
+                seed=prepared.seed,
             )
             async with contextlib.aclosing(shown) as pieces:
                 async for piece in pieces:

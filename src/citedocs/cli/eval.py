@@ -76,6 +76,14 @@ def eval_answer(
     k: Annotated[
         int | None, typer.Option("-k", "--top-k", help="Sources per answer (default CITEDOCS_TOP_K).")
     ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            help="Draw each prompt's fence and the model's sampling from this number, so runs with the same "
+            "seed send the same prompts (default: a new random fence each time, as when answering).",
+        ),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -104,6 +112,7 @@ def eval_answer(
             limit=limit,
             every=every,
             index_db=index_db,
+            seed=seed,
         )
     )
     if as_json:

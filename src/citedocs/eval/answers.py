@@ -124,6 +124,7 @@ async def _run(
     judge_client: ChatModel | None,
     use_judge: bool,
     pairs: list[dict[str, Any]],
+    seed: int | None = None,
 ) -> tuple[dict[str, dict[str, float | None]], dict[str, dict[str, Any]], dict[str, Any]]:
     handle = ModelHandle.from_settings(settings)
     service = app.answer_service(handle.client)
@@ -150,6 +151,7 @@ async def _run(
         for case in cases:
             try:
                 prepared = await service.prepare(case.question)
+                prepared.seed = seed
                 data = await collect(service.generate(prepared))
             except AnswerFailed as exc:
                 details[case.id] = {"error": exc.data}
@@ -202,8 +204,11 @@ def run_answer_eval(
     limit: int | None = None,
     every: int | None = None,
     index_db: Path | None = None,
+    seed: int | None = None,
 ) -> dict[str, Any]:
-    """`index_db` keeps the corpus index between runs (reindexing is then a no-op); else a throwaway one."""
+    """`index_db` keeps the corpus index between runs (reindexing is then a no-op); else a throwaway one.
+    `seed`: each question's prompt and the model's sampling are drawn from it, so two runs with the same seed,
+    code and server send the same prompts (without one, every prompt has a new random fence)."""
     import tempfile
 
     pairs: list[dict[str, Any]] = []
@@ -217,12 +222,12 @@ def run_answer_eval(
             app.index(source.name)
             app.wait_for_embeddings()
             per_case, details, extra = asyncio.run(
-                _run(app, chosen, settings, judge_client, use_judge, pairs)
+                _run(app, chosen, settings, judge_client, use_judge, pairs, seed)
             )
         finally:
             app.close()
     recorded = {**settings.model_dump(mode="json"), **ANSWER_CONSTANTS}  # how the answers were made
-    meta = run_meta(chosen, recorded, kind="answer", corpus=str(corpus), **extra)
+    meta = run_meta(chosen, recorded, kind="answer", corpus=str(corpus), seed=seed, **extra)
     if run_dir is not None:
         write_run(run_dir, per_case, meta, details)
         if pairs:
