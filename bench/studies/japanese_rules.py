@@ -23,8 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _env import SHARED_DATA, print_header
 
-from citedocs.answer.citations import is_refusal
-from citedocs.answer.sentences import strip_markers
+from citedocs.answer.citations import is_refusal, is_wordless
 from citedocs.eval.cases import load_cases
 from citedocs.eval.metrics import key_fact_recall
 
@@ -88,7 +87,7 @@ def main() -> None:
         row = {"id": case.id, "kind": case.kind}
         for name, messages in variants.items():
             text = ask(client, messages)
-            refused = is_refusal(text) or not any(ch.isalnum() for ch in strip_markers(text))
+            refused = is_refusal(text) or is_wordless(text)
             recall = key_fact_recall(text, case.key_facts, refused) if case.kind == "answerable" else None
             totals[name][0] += refused
             totals[name][1] += recall or 0.0

@@ -34,6 +34,7 @@ __all__ = [
     "check_citations",
     "could_be_refusal",
     "is_refusal",
+    "is_wordless",
     "parse_citations",
     "repair_answer",
     "withheld_reason",
@@ -319,6 +320,11 @@ def _rewrite(
     return f"{text[:cut].rstrip()} {label}{text[cut:]}"
 
 
+def is_wordless(answer: str) -> bool:
+    """True when nothing but citation marks, punctuation or white space is left of `answer` ("[1][4]", "")."""
+    return not any(ch.isalnum() for ch in strip_markers(answer))
+
+
 def withheld_reason(report: CitationReport, min_supported: float = MIN_SUPPORTED) -> str | None:
     """Why an answer is not delivered, or None: it says nothing but citation marks, or fewer than
     `min_supported` of its checked sentences are held by its sources (then the refusal is sent and the
@@ -329,7 +335,7 @@ def withheld_reason(report: CitationReport, min_supported: float = MIN_SUPPORTED
     up for unanswerable ones ("How do I install Claude Code?": clone a repository, run `python server.py`)
     0.17-0.40. With 450-token evidence windows one answerable answer had 0.33.
     """
-    if not any(ch.isalnum() for ch in strip_markers(report.answer)):
+    if is_wordless(report.answer):
         # "[1][4]" was the 1.5B model's whole reply to an unanswerable Japanese question (answer-ja-5)
         said = "only citation marks" if report.answer.strip() else "nothing"
         return f"the model's answer held no words ({said}), so it was withheld"
