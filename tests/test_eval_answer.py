@@ -69,6 +69,25 @@ def _cli(*args: str, base_url: str, cwd: Path) -> dict:  # type: ignore[type-arg
     return json.loads(proc.stdout)  # type: ignore[no-any-return]
 
 
+def _answer_unjudged(docs: Path, cases: Path, run_dir: Path, index: Path, base_url: str, *extra: str) -> dict:  # type: ignore[type-arg]
+    """`citedocs eval answer --no-judge`, keeping the corpus index at `index`."""
+    return _cli(
+        "answer",
+        "--corpus",
+        str(docs),
+        "--cases",
+        str(cases),
+        "--run-dir",
+        str(run_dir),
+        "--no-judge",
+        "--index-db",
+        str(index),
+        *extra,
+        base_url=base_url,
+        cwd=run_dir.parent,
+    )
+
+
 def test_eval_answer_scores_judges_and_keeps_every_verdict(tmp_path: Path) -> None:
     docs, cases = _corpus(tmp_path)
     run_dir = tmp_path / "run"
@@ -131,20 +150,7 @@ def test_a_run_made_without_a_judge_can_be_judged_afterwards(tmp_path: Path) -> 
     docs, cases = _corpus(tmp_path)
     index = tmp_path / "index.db"
     with FakeOpenAI(responder=_respond) as server:
-        plain = _cli(
-            "answer",
-            "--corpus",
-            str(docs),
-            "--cases",
-            str(cases),
-            "--run-dir",
-            str(tmp_path / "run"),
-            "--no-judge",
-            "--index-db",
-            str(index),
-            base_url=server.base_url,
-            cwd=tmp_path,
-        )
+        plain = _answer_unjudged(docs, cases, tmp_path / "run", index, server.base_url)
         assert "citation_precision" not in plain
         judged = _cli(
             "rejudge",
@@ -171,20 +177,7 @@ def test_a_run_that_dropped_a_repeated_passage_is_judged_against_the_passages_it
     (docs / "setup-copy.md").write_text((docs / "setup.md").read_text(encoding="utf-8"), encoding="utf-8")
     index = tmp_path / "index.db"
     with FakeOpenAI(responder=_respond) as server:
-        _cli(
-            "answer",
-            "--corpus",
-            str(docs),
-            "--cases",
-            str(cases),
-            "--run-dir",
-            str(tmp_path / "run"),
-            "--no-judge",
-            "--index-db",
-            str(index),
-            base_url=server.base_url,
-            cwd=tmp_path,
-        )
+        _answer_unjudged(docs, cases, tmp_path / "run", index, server.base_url)
         record = json.loads((tmp_path / "run" / "cases.jsonl").read_text().splitlines()[0])
         judged = _cli(
             "rejudge",
@@ -244,21 +237,7 @@ def test_runs_with_the_same_seed_send_the_same_prompts_and_runs_without_one_do_n
     def asked(*seed: str) -> list[dict]:  # type: ignore[type-arg]
         with FakeOpenAI(responder=_respond) as server:
             run_dir = tmp_path / f"run-{len(list(tmp_path.glob('run-*')))}"
-            _cli(
-                "answer",
-                "--corpus",
-                str(docs),
-                "--cases",
-                str(cases),
-                "--run-dir",
-                str(run_dir),
-                "--no-judge",
-                "--index-db",
-                str(index),
-                *seed,
-                base_url=server.base_url,
-                cwd=tmp_path,
-            )
+            _answer_unjudged(docs, cases, run_dir, index, server.base_url, *seed)
             meta = json.loads((run_dir / "summary.json").read_text())["meta"]
             assert meta["seed"] == (int(seed[1]) if seed else None)
             return [r.body for r in server.chat_requests if r.body.get("stream")]
