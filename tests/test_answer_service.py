@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import pytest
 
 from citedocs.answer.events import AnswerEvent, collect
-from citedocs.answer.prompt import REFUSAL_SENTENCE
+from citedocs.answer.prompt import REFUSAL_SENTENCE, REFUSAL_SENTENCES
 from citedocs.answer.retriever import McpRetriever
 from citedocs.answer.service import AnswerFailed, AnswerService, validate_question
 from citedocs.answer.stats import RollingStats, percentile
@@ -444,7 +444,10 @@ def test_an_answer_that_loops_is_stopped_and_keeps_one_copy(library: Citedocs) -
     assert request.disconnected and request.tokens_sent < 60
 
 
-def test_a_japanese_answer_gets_japanese_quotes_cut_at_sentence_ends(tmp_path: Path) -> None:
+JA_QUESTION = "遅延アップロードは何日まで指定できる？ dput のオプションは？"
+
+
+def _japanese_library(tmp_path: Path) -> Citedocs:
     docs = tmp_path / "ja"
     docs.mkdir()
     (docs / "upload.md").write_text(
@@ -454,14 +457,17 @@ def test_a_japanese_answer_gets_japanese_quotes_cut_at_sentence_ends(tmp_path: P
         encoding="utf-8",
     )
     app = Citedocs(Settings(db=str(tmp_path / "ja.sqlite3"), embedder="none"))
+    app.add_folder(docs)
+    app.index()
+    return app
+
+
+def test_a_japanese_answer_gets_japanese_quotes_cut_at_sentence_ends(tmp_path: Path) -> None:
+    app = _japanese_library(tmp_path)
     try:
-        app.add_folder(docs)
-        app.index()
         answer = "dput の --delayed オプションで日数を指定します [1]。"
         with FakeOpenAI([Reply(tokens=[answer])]) as server:
-            done = run(
-                events_of(app, server, "遅延アップロードは何日まで指定できる？ dput のオプションは？")
-            )[-1]
+            done = run(events_of(app, server, JA_QUESTION))[-1]
     finally:
         app.close()
     assert done.event == "done" and not done.data["refused"]
@@ -469,3 +475,26 @@ def test_a_japanese_answer_gets_japanese_quotes_cut_at_sentence_ends(tmp_path: P
     assert "アップロード先は DELAYED/X-day ディレクトリで、X は 0 から 15 の間です。" in texts
     assert all("--delayed" not in t for t in texts)  # the synthesis said it
     assert all(q["line"] == 3 and q["n"] == 1 for q in done.data["quotes"])
+
+
+def test_the_model_refuses_a_japanese_question_in_english_and_the_reader_sees_the_japanese_refusal(
+    tmp_path: Path,
+) -> None:
+    """The model is asked for the English refusal sentence whatever the question's language (asked for the
+    Japanese one, the 1.5B model wrote it for answerable questions); the reader gets the refusal in Japanese,
+    and it is what streams (the model's English sentence is kept as the raw answer)."""
+    app = _japanese_library(tmp_path)
+    try:
+        english = Reply(tokens=["I can't answer ", "that from the indexed documents."])
+        with FakeOpenAI([english], default=english) as server:
+            events = run(events_of(app, server, JA_QUESTION))
+            prompts = [str(r.body["messages"][-1]["content"]) for r in server.chat_requests]
+    finally:
+        app.close()
+    done = assert_one_terminal(events)
+    assert len(prompts) == 2  # asked once more, as in English
+    assert all(REFUSAL_SENTENCE in p and REFUSAL_SENTENCES["ja"] not in p for p in prompts)
+    assert all("Write the answer in Japanese" in p for p in prompts)
+    assert done.data["refused"] is True and done.data["answer"] == REFUSAL_SENTENCES["ja"]
+    assert [e.data["text"] for e in events if e.event == "token"] == [REFUSAL_SENTENCES["ja"]]
+    assert done.data["raw_answer"] == "I can't answer that from the indexed documents."

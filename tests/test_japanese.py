@@ -288,15 +288,19 @@ def test_the_auto_embedder_keeps_minilm_for_an_english_index(tmp_path: Path) -> 
         app.close()
 
 
-def test_a_japanese_question_asks_for_a_japanese_answer_and_refusal_and_english_is_unchanged() -> None:
+def test_a_japanese_question_asks_for_a_japanese_answer_and_the_english_refusal_and_english_is_unchanged() -> (
+    None
+):
     from citedocs.answer.citations import is_refusal
     from citedocs.answer.prompt import REFUSAL_SENTENCE, REFUSAL_SENTENCES, build_messages
 
     passage = _hit("古いログは 30 日後に削除されます。")
     japanese, _ = build_messages(QUESTION, [passage], fence="a" * 16)
-    # The reminder after the question carries the language and the refusal sentence (the rules before are shared).
+    # The reminder after the question carries the language; the refusal the model is asked for is the English
+    # one (answer/prompt.py says why), the reader's is Japanese (test_answer_service.py).
     rules = japanese[1]["content"].rsplit("<<<END QUESTION", 1)[1]
-    assert "Write the answer in Japanese" in rules and REFUSAL_SENTENCES["ja"] in rules
+    assert "Write the answer in Japanese" in rules and REFUSAL_SENTENCE in rules
+    assert REFUSAL_SENTENCES["ja"] not in japanese[1]["content"]
     english, _ = build_messages("When are old logs deleted?", [passage], fence="a" * 16)
     assert english[0]["content"] == japanese[0]["content"]
     english_rules = english[1]["content"].rsplit("<<<END QUESTION", 1)[1]

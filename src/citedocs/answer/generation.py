@@ -84,10 +84,13 @@ async def model_reply(
     max_tokens: int,
     started: float,
     seed: int | None = None,
+    refusal: str | None = None,
 ) -> AsyncGenerator[str, None]:
     """The text a reader sees, piece by piece; `reply` holds the rest when the generator ends. `started`: when
     the answer began (time to first token is counted from it). A refusal is asked once more. `seed` (a
-    reproducible evaluation): the model samples with it, each ask its own."""
+    reproducible evaluation): the model samples with it, each ask its own. `refusal`: what the reader is shown
+    in place of a reply that is the refusal sentence (the model writes it in English whatever the question's
+    language; `reply.text` keeps what it wrote)."""
     for ask in range(ASKS):
         reply.asks, reply.pieces, reply.finish, hold = ask + 1, [], None, RefusalHold()
         guard = RepetitionGuard()
@@ -119,6 +122,8 @@ async def model_reply(
         if reply.finish is None or not hold.holding or not is_refusal(reply.text):
             break
     shown = hold.release()
+    if shown and refusal is not None and is_refusal(reply.text):
+        shown = refusal
     if shown:
         reply.ttft_ms = reply.ttft_ms or ms(time.perf_counter() - started)
         yield shown

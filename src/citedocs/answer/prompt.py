@@ -26,7 +26,11 @@ from citedocs.hits import Hit
 from citedocs.text.cjk import has_cjk, is_japanese
 
 REFUSAL_SENTENCE = "I can't answer that from the indexed documents."
-# The refusal in the question's language, where the model is asked to answer in it.
+# The refusal the reader sees, in the question's language. The model is always asked for the English one: asked
+# for the Japanese one, the 1.5B model wrote it for 9 answerable Japanese questions whose prompts held every
+# fact, on every ask (18 of 18 at temperature 0.1, as at 0.7); asked for the English one, 6 of 18
+# (bench/studies/refusal_language.py; live, the reader's key facts 0.600 -> 0.733). Either is a refusal
+# (citations.is_refusal).
 REFUSAL_SENTENCES = {"en": REFUSAL_SENTENCE, "ja": "索引にある文書からはお答えできません。"}
 _LANGUAGE_RULE = {
     "ja": "Write the answer in Japanese, the language of the question",
@@ -163,7 +167,7 @@ def rules(fence: str, count: int, language: str = "en") -> str:
         f"2. End every sentence and every list item with the number of the source that states it, like "
         f"[2], or [1][3] for two sources. Cite the source that holds the fact, which is not always [1].\n"
         f"3. Keep numbers, names and code exactly as the source writes them. Be brief.\n"
-        f"{_PARTIAL_RULE}{refusal_sentence(language)}"
+        f"{_PARTIAL_RULE}{REFUSAL_SENTENCE}"
         f"{language_rule}"
     )
 

@@ -277,6 +277,7 @@ class AnswerService:
                 max_tokens=self.settings.llm_max_tokens,
                 started=prepared.started,
                 seed=prepared.seed,
+                refusal=refusal_sentence(question_language(prepared.question)),
             )
             async with contextlib.aclosing(shown) as pieces:
                 async for piece in pieces:
