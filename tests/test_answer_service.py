@@ -137,6 +137,17 @@ def test_a_long_question_whose_passage_holds_five_of_its_terms_reaches_the_model
     assert done.data["answer"] == "The server listens on port 8765 by default [1]."
 
 
+def test_a_question_naming_what_no_passage_writes_never_reaches_the_model(library: Citedocs) -> None:
+    """The passages hold the port and the server but never `listen_backlog`: asked, the 1.5B model answers
+    such a question from them; the gate refuses it first and says which name is missing."""
+    with FakeOpenAI([Reply(tokens=PORT_ANSWER)]) as server:
+        events = run(events_of(library, server, "Which port does the server listen on for listen_backlog?"))
+        assert server.chat_requests == []
+    done = assert_one_terminal(events)
+    assert done.data["refused"] is True and done.data["refused_before_model"] is True
+    assert "`listen_backlog`" in done.data["refusal_reason"] and done.data["quotes"] == []
+
+
 def test_model_replying_with_the_refusal_sentence_is_a_refusal(library: Citedocs) -> None:
     with FakeOpenAI([Reply(tokens=[REFUSAL_SENTENCE])], default=Reply(tokens=[REFUSAL_SENTENCE])) as server:
         events = run(events_of(library, server))

@@ -156,3 +156,21 @@ def test_a_headings_outline_numbers_are_not_numbers_the_passage_holds() -> None:
     assert not relevance_decision(question, [passage]).allowed
     # a number the passage's text or a heading's words hold still counts
     assert relevance_decision(question, [replace(passage, text=passage.text + " 4 時間")]).allowed
+
+
+def test_a_question_naming_what_no_passage_writes_is_refused_and_told_which_name() -> None:
+    """`top_k` is exact: passages that share every other word of the question ("port", "serve")
+    but never write it are about something else (the 1.5B model answered such a question from them)."""
+    decision = relevance_decision("Which port does citedocs serve use for top_k?", hits())
+    assert not decision.allowed and decision.best > DEFAULT_RELEVANCE_THRESHOLD  # the share alone passed it
+    assert "`top_k`" in decision.reason and "spelling" in decision.reason
+    # written by a passage (any case), in its heading or its file's name: allowed
+    assert relevance_decision(
+        "Which default port does citedocs serve use? CITEDOCS_llm_base_url", hits()
+    ).allowed
+    assert relevance_decision("Which port does citedocs serve use in cli.md?", hits()).allowed
+    # a hyphenated word is not a name; the gate turned off lets everything through
+    assert relevance_decision("Which port does the pre-filling citedocs serve use?", hits()).allowed
+    assert relevance_decision("Which port does citedocs serve use for top_k?", hits(), threshold=0.0).allowed
+    # only the passages the model reads count
+    assert not relevance_decision("Which port does citedocs serve use for top_k?", hits(), top_n=1).allowed

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import itertools
 
-from citedocs.answer.quotes import WINDOW_CHARS, Quote, choose_quotes, unheld_names
+from citedocs.answer.gate import unheld_names
+from citedocs.answer.quotes import WINDOW_CHARS, Quote, choose_quotes
 from citedocs.hits import Hit
 
 

@@ -5,7 +5,8 @@
 
 Each question is retrieved as the answer service does (twice k, repeats dropped, top 5) and put to
 `relevance_decision` with the share test alone (`min_held` 0, the old gate) and with the held-terms test at
-several counts. Sets: the corpus's own cases by kind (answerable should pass; off-topic should not; the
+several counts; the last column is the gate as served without its test of the question's names
+(`unheld_names`). Sets: the corpus's own cases by kind (answerable should pass; off-topic should not; the
 unanswerable ones are in-domain, so passing them is the model's job to refuse), the 40 hand-written off-topic
 questions of `eval/cases/off-topic-40.txt`, and, for claude-docs, every SciFact claim (1,109 long biomedical
 sentences: off-topic text with many content words, the hard case for a count of held terms).
@@ -34,7 +35,8 @@ from citedocs.settings import Settings
 EVAL = Path(__file__).resolve().parents[2] / "eval" / "cases"
 CORPORA = {"claude": SHARED_DATA / "claude-docs-qa", "ja": SHARED_DATA / "ja-developers-reference"}
 COUNTS = (0, 4, 5, 6)
-HALF = -1  # the column of the gate as it stands: MIN_HELD_TERMS, and half of at least HALF_HELD_TERMS
+HALF = -1  # the column of the gate as it stands: MIN_HELD_TERMS, half of at least HALF_HELD_TERMS, the names
+NAMES_OFF = -2  # the same without the test of the question's names (`unheld_names`)
 
 
 def questions(corpus: str) -> list[tuple[str, str]]:
@@ -70,7 +72,7 @@ def main() -> None:
         app.wait_for_embeddings()
         assert app.embedder is not None, "no embedder for this index"
         app.embedder.wait()  # loaded lazily: until then hybrid search answers with keyword results
-    passed: dict[str, dict[int, int]] = defaultdict(lambda: dict.fromkeys((*COUNTS, HALF), 0))
+    passed: dict[str, dict[int, int]] = defaultdict(lambda: dict.fromkeys((*COUNTS, HALF, NAMES_OFF), 0))
     total: dict[str, int] = defaultdict(int)
     for kind, question in questions(args.corpus):
         result = app.search(question, k=2 * settings.top_k, mode=args.mode)
@@ -82,6 +84,9 @@ def main() -> None:
                 question, hits, settings.relevance_threshold, min_held=count, half_held=0
             ).allowed
         passed[kind][HALF] += relevance_decision(question, hits, settings.relevance_threshold).allowed
+        passed[kind][NAMES_OFF] += relevance_decision(
+            question, hits, settings.relevance_threshold, names=False
+        ).allowed
     print(
         f"\n{args.corpus}, {args.mode} top-{settings.top_k}, share threshold {settings.relevance_threshold}: "
         "questions that reach the model"
@@ -89,11 +94,11 @@ def main() -> None:
     print(
         "| set | questions | share only (old) | "
         + " | ".join(f"or ≥ {c} terms held" for c in COUNTS[1:])
-        + f" | ≥ {MIN_HELD_TERMS}, or half of ≥ {HALF_HELD_TERMS} (as served) |"
+        + f" | ≥ {MIN_HELD_TERMS}, or half of ≥ {HALF_HELD_TERMS} (as served) | the same, names not checked |"
     )
-    print("|---|---|---|" + "---|" * len(COUNTS))
+    print("|---|---|---|" + "---|" * (len(COUNTS) + 1))
     for kind in total:
-        cells = " | ".join(str(passed[kind][c]) for c in (*COUNTS, HALF))
+        cells = " | ".join(str(passed[kind][c]) for c in (*COUNTS, HALF, NAMES_OFF))
         print(f"| {kind} | {total[kind]} | {cells} |")
 
 

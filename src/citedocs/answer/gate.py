@@ -6,7 +6,9 @@ question about lasagna over software docs finds passages that share "good" or "r
 "lasagna". Hybrid scores are rank fusions and not comparable across queries, so they are not used; the raw
 coverage is returned so the threshold can be calibrated on labelled questions. A long question also passes
 when one passage holds several of its terms (`MIN_HELD_TERMS`), whatever their share: a share penalises the
-question for every extra word it spells out.
+question for every extra word it spells out. And a question that names something exact (`top_k`, `file_id`,
+`Rules-Requires-Root`) that none of the passages writes is refused whatever they share: they are about
+something else, and the 1.5B model answered such questions from them ("the default top_k is 5").
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "GateDecision",
     "question_terms",
     "relevance_decision",
+    "unheld_names",
 ]
 
 # The best passage must hold MORE than this share of the question's weighted content terms. On
@@ -55,6 +58,25 @@ _ASKING_WORDS = extract_terms(
     "please help list show give find question "
     "必要 方法 仕方 やり方 違い 例 可能 意味 一覧 質問 推奨 おすすめ"
 ).words
+
+
+# A name the question writes (an identifier: a parameter, field, file or version).
+_NAME_RE = re.compile(r"[A-Za-z_][\w]*(?:[-./:@][\w]+)+|\w*_\w+|[A-Za-z]+\d[\w]*")
+_NAME_MARK_RE = re.compile(r"[_./@:\d]")
+
+
+def unheld_names(question: str, hits: Sequence[Hit]) -> list[str]:
+    """The names the question writes (`top_k`, `file_id`, `Rules-Requires-Root`, `v1.2`: with `_ . / @ :`,
+    a digit, or capitals between hyphens; not a hyphenated word like "pre-filling") that no passage holds
+    (its file name, heading or text)."""
+    texts = [f"{hit.path.rsplit('/', 1)[-1]}\n{hit.heading}\n{hit.text}".casefold() for hit in hits]
+    names = dict.fromkeys(m.group(0).rstrip(".:/") for m in _NAME_RE.finditer(question))
+    return [
+        name
+        for name in names
+        if (_NAME_MARK_RE.search(name) or (name != name.lower() and "-" in name))
+        and not any(name.casefold() in text for text in texts)
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +113,12 @@ def relevance_decision(
     top_n: int = GATE_TOP_N,
     min_held: int = MIN_HELD_TERMS,
     half_held: int = HALF_HELD_TERMS,
+    names: bool = True,
 ) -> GateDecision:
     """Allow the model call only if one of the first `top_n` hits holds more than `threshold` of the question,
     or at least `min_held` of its terms (0 turns that second test off), or exactly `threshold` of them when that
-    is at least `half_held` terms (0 turns it off).
+    is at least `half_held` terms (0 turns it off); and, with `names`, none of the question's names is missing
+    from all of those hits (`unheld_names`).
 
     `idf` (stemmed word or lowercased identifier -> weight) lets rare terms count more; a term missing from
     it keeps its default weight. A threshold of 0 or less turns the gate off.
@@ -120,6 +144,16 @@ def relevance_decision(
             half = (n, count)
         if count > most:
             most, most_n = count, n
+    unheld = unheld_names(question, hits[:top_n]) if threshold > 0 and names else []
+    if unheld:
+        missing = ", ".join(f"`{name}`" for name in unheld)
+        return GateDecision(
+            False,
+            f"None of the passages found mentions {missing}, which the question asks about. Check the spelling "
+            f"(as the documents write it), or add documents that cover it.",
+            best,
+            best_n,
+        )
     if threshold <= 0 or best > threshold:
         return GateDecision(
             True, f"Passage [{best_n}] holds {best:.0%} of the question's terms.", best, best_n

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from citedocs.answer.evidence import ScoredSentence, line_span, score_sentences, sentence_score
-from citedocs.answer.gate import question_terms
+from citedocs.answer.gate import question_terms, unheld_names
 from citedocs.answer.sentences import strip_markers
 from citedocs.hits import Hit
 from citedocs.text.cjk import has_cjk
@@ -37,7 +37,6 @@ __all__ = [
     "Quote",
     "QuoteDict",
     "choose_quotes",
-    "unheld_names",
 ]
 
 # Characters of quotes under a synthesis, and when the quotes are the whole answer (bench/bench_quotes.py).
@@ -73,10 +72,6 @@ POINTS_BACK_SHARE = 0.9
 # end at sentence ends and where glued cells meet ("coding.Balances", "DescriptionStrong"; not "OpenAI", "1MTool").
 WINDOW_CHARS = 200
 _GLUE_RE = re.compile(r"(?<=[a-z.!?)%…])(?=[A-Z][a-z])|(?<=[.!?。])\s+")
-# A name the question writes (an identifier: a parameter, field, file or version). When the quotes are the
-# answer (no synthesis), passages that never write a name the question asks about do not answer it: no quotes.
-_NAME_RE = re.compile(r"[A-Za-z_][\w]*(?:[-./:@][\w]+)+|\w*_\w+|[A-Za-z]+\d[\w]*")
-_NAME_MARK_RE = re.compile(r"[_./@:\d]")
 # What a front end calls the quotes when there is no synthesis above them.
 QUOTES_LABEL = "What the sources say"
 
@@ -277,19 +272,6 @@ def _adds(terms: Terms, question: Terms, seen: Terms) -> bool:
     and that one thing is the answer ("... now available in Canada")."""
     own = _beyond(terms, question)
     return bool(own) and 1.0 - coverage(own, seen) >= MIN_NEW_SHARE
-
-
-def unheld_names(question: str, hits: Sequence[Hit]) -> list[str]:
-    """The names the question writes (`top_k`, `file_id`, `Rules-Requires-Root`, `v1.2`: with `_ . / @ :`,
-    a digit, or capitals between hyphens; not a hyphenated word like "pre-filling") that no passage holds."""
-    texts = [f"{hit.heading}\n{hit.text}".casefold() for hit in hits]
-    names = dict.fromkeys(m.group(0).rstrip(".:/") for m in _NAME_RE.finditer(question))
-    return [
-        name
-        for name in names
-        if (_NAME_MARK_RE.search(name) or (name != name.lower() and "-" in name))
-        and not any(name.casefold() in text for text in texts)
-    ]
 
 
 def choose_quotes(
