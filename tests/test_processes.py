@@ -141,10 +141,10 @@ def indexed(tmp_path: Path) -> Path:
     return docs
 
 
-def ask(tmp_path: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+def ask(tmp_path: Path, url: str, *args: str, question: str = QUESTION) -> subprocess.CompletedProcess[str]:
     env = env_for(tmp_path, CITEDOCS_EMBEDDER="none", CITEDOCS_LLM_BASE_URL=url)
     return subprocess.run(
-        [sys.executable, "-m", "citedocs", "ask", QUESTION, *args],
+        [sys.executable, "-m", "citedocs", "ask", question, *args],
         env=env,
         capture_output=True,
         text=True,
@@ -195,6 +195,20 @@ def test_ask_withholds_an_answer_its_sources_do_not_hold_and_says_why(tmp_path: 
     assert [(q["text"], q["n"], q["line"]) for q in data["quotes"]] == [
         ("The server listens on port 8765 by default.", 1, 5)
     ]
+
+
+def test_ask_refuses_a_question_naming_what_no_passage_writes_and_says_which(
+    tmp_path: Path, indexed: Path
+) -> None:
+    question = "Which port does the server listen on for listen_backlog?"
+    with FakeOpenAI(default=Reply(tokens=ANSWER)) as fake:
+        proc = ask(tmp_path, fake.base_url, question=question)
+        assert fake.chat_requests == []  # refused before the model
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "Answer (citations checked): I can't answer that from the indexed documents." in text
+    assert "(refused before asking the model: None of the passages found mentions `listen_backlog`" in text
+    assert "Check the spelling" in text
 
 
 def test_ask_on_an_embedded_index_exits_cleanly_after_loading_the_model(tmp_path: Path) -> None:

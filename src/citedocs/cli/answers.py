@@ -79,6 +79,8 @@ def print_answer(data: dict[str, Any]) -> None:
         out.print("[dim](the model began repeating itself and was stopped; the answer keeps one copy)[/dim]")
     if data.get("refused") and data.get("refusal_reason") and not data.get("refused_before_model"):
         out.print(f"[dim](withheld: {escape(one_line(data['refusal_reason']))})[/dim]")
+    elif data.get("refused") and data.get("refused_before_model") and data.get("refusal_reason"):
+        out.print(f"[dim](refused before asking the model: {escape(one_line(data['refusal_reason']))})[/dim]")
     elif data.get("refused"):
         out.print("[dim](refused: the documents do not answer this)[/dim]")
     for line in quote_lines(data):
