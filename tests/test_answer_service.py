@@ -146,6 +146,7 @@ def test_a_question_naming_what_no_passage_writes_never_reaches_the_model(librar
     done = assert_one_terminal(events)
     assert done.data["refused"] is True and done.data["refused_before_model"] is True
     assert "`listen_backlog`" in done.data["refusal_reason"] and done.data["quotes"] == []
+    assert done.data["missing_names"] == ["listen_backlog"]
 
 
 def test_model_replying_with_the_refusal_sentence_is_a_refusal(library: Citedocs) -> None:

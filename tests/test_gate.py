@@ -163,7 +163,7 @@ def test_a_question_naming_what_no_passage_writes_is_refused_and_told_which_name
     but never write it are about something else (the 1.5B model answered such a question from them)."""
     decision = relevance_decision("Which port does citedocs serve use for top_k?", hits())
     assert not decision.allowed and decision.best > DEFAULT_RELEVANCE_THRESHOLD  # the share alone passed it
-    assert "`top_k`" in decision.reason and "spelling" in decision.reason
+    assert "`top_k`" in decision.reason and "spelling" in decision.reason and decision.missing == ("top_k",)
     # written by a passage (any case), in its heading or its file's name: allowed
     assert relevance_decision(
         "Which default port does citedocs serve use? CITEDOCS_llm_base_url", hits()

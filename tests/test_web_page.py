@@ -354,6 +354,22 @@ def test_ask_with_the_scripted_model_streams_and_a_citation_shows_its_passage(
     assert len(chats) == 1  # the off-topic follow-up was only rewritten (not streamed), never answered
 
 
+def test_a_question_naming_what_no_passage_writes_is_refused_and_the_page_names_it(
+    browser: Any, tmp_path: Path
+) -> None:
+    with FakeOpenAI([Reply(tokens=UNSUPPORTED)]) as fake:
+        llm = LLMClient(fake.base_url, "scripted")
+        with page_server(tmp_path, llm=llm) as url, new_page(browser, url) as page:
+            ask(page, "Which port does the server listen on for listen_backlog?")
+            page.wait_for_function(
+                "() => document.querySelector('#notice').textContent.startsWith('Refused')"
+            )
+            notice = page.inner_text("#notice")
+            assert "no passage found mentions listen_backlog" in notice and "spelling" in notice
+            assert "can't answer" in page.inner_text("#answer")
+    assert not [r for r in fake.requests if r.path.endswith("/chat/completions")]
+
+
 def test_an_unsupported_sentence_is_marked(browser: Any, tmp_path: Path) -> None:
     with FakeOpenAI([Reply(tokens=UNSUPPORTED, delay_s=0.05)]) as fake:
         llm = LLMClient(fake.base_url, "scripted")

@@ -11,7 +11,7 @@ the model), and a citation's check is in `done.sentences`; docs/http-api.md list
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypedDict
 
@@ -72,7 +72,8 @@ class UsageData(TypedDict, total=False):
 
 class DoneData(TypedDict):
     """The `done` event. `answer` is the synthesis after its citations were checked (the refusal sentence when
-    refused), `quotes` the source sentences under it (or, with `quotes_label`, in its place)."""
+    refused), `quotes` the source sentences under it (or, with `quotes_label`, in its place), `missing_names`
+    the question's names no passage writes when the gate refused it for them (else empty)."""
 
     answer: str
     raw_answer: str
@@ -82,6 +83,7 @@ class DoneData(TypedDict):
     refused: bool
     refused_before_model: bool
     refusal_reason: str | None
+    missing_names: list[str]
     relevance: float
     truncated: bool
     finish_reason: str | None
@@ -116,6 +118,7 @@ def done_data(
     refused: bool,
     refused_before_model: bool = False,
     refusal_reason: str | None = None,
+    missing_names: Sequence[str] = (),
     relevance: float,
     timings: TimingsData,
     trace_id: str | None,
@@ -141,6 +144,7 @@ def done_data(
         "refused": refused,
         "refused_before_model": refused_before_model,
         "refusal_reason": refusal_reason,
+        "missing_names": list(missing_names),
         "relevance": round(relevance, 3),
         "truncated": truncated,
         "finish_reason": finish_reason,

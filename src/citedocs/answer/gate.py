@@ -87,6 +87,9 @@ class GateDecision:
     reason: str
     best: float
     best_n: int | None = None
+    missing: tuple[
+        str, ...
+    ] = ()  # the question's names no passage writes (`unheld_names`), when refused for them
 
 
 # A heading's outline number ("4.6.4.1. 安定版", "3) Setup"): where a section stands, not what it says. Counted, the
@@ -153,6 +156,7 @@ def relevance_decision(
             f"(as the documents write it), or add documents that cover it.",
             best,
             best_n,
+            tuple(unheld),
         )
     if threshold <= 0 or best > threshold:
         return GateDecision(

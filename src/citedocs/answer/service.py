@@ -368,6 +368,7 @@ class AnswerService:
             refused=True,
             refused_before_model=True,
             refusal_reason=prepared.gate.reason,
+            missing_names=prepared.gate.missing,
             relevance=prepared.gate.best,
             timings=timings,
             trace_id=prepared.trace.trace_id,

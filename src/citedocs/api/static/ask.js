@@ -342,7 +342,8 @@ function renderDone(data) {
     notes.push(say.withheld(checked.filter((s) => s.supported).length, checked.length));
     settleEvidence("Withheld");
   } else if (data.refused) {
-    notes.push(data.refused_before_model ? say.refusedBefore : say.refusedByModel);
+    const missing = (data.missing_names || []).map(String).join(", ");
+    notes.push(data.refused_before_model ? (missing ? say.refusedMissing(missing) : say.refusedBefore) : say.refusedByModel);
     renderSources([], say.noRelated); // the closest passages were not about it: listing them misleads
     settleEvidence("Refused");
   } else {

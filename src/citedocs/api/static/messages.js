@@ -13,6 +13,7 @@ const TEXT = {
   en: {
     refusedBefore: "Refused before asking the model: no indexed passage is about this question. Try the words your documents use, or add the folder or site that covers it (Sources tab).",
     refusedByModel: "Refused: the model found that the passages do not hold the answer. Try other words, or add the documents that cover it (Sources tab).",
+    refusedMissing: (names) => "Refused before asking the model: no passage found mentions " + names + ", which the question asks about. Check the spelling your documents use, or add the folder or site that covers it (Sources tab).",
     withheld: (held, checked) => "Withheld: only " + held + " of " + checked + " checked sentences of the model's answer are backed by your documents, so it is not given as an answer. Its words are folded below; check them against the sources before you rely on them.",
     unsupported: (n) => plural(n, "sentence is", "sentences are") + " not supported by the sources (marked unverified): check " + (n === 1 ? "it" : "them") + " before you rely on " + (n === 1 ? "it" : "them") + ".",
     invalid: (list) => "Removed citations to sources that do not exist: " + list + ".",
@@ -34,6 +35,7 @@ const TEXT = {
   ja: {
     refusedBefore: "回答しませんでした：この質問に関する文書が索引に見つからないため、モデルには問い合わせていません。文書で使われている言葉で聞き直すか、該当するフォルダーやサイトを「Sources」タブで追加してください。",
     refusedByModel: "回答しませんでした：見つかった文書には答えが書かれていないとモデルが判断しました。別の言葉で聞き直すか、答えを含む文書を「Sources」タブで追加してください。",
+    refusedMissing: (names) => "回答しませんでした：質問にある " + names + " は、見つかったどの文書にも書かれていないため、モデルには問い合わせていません。文書での綴りを確かめるか、該当するフォルダーやサイトを「Sources」タブで追加してください。",
     withheld: (held, checked) => "回答を保留しました：モデルの回答のうち、文書で裏付けられた文は " + checked + " 文中 " + held + " 文だけです。モデルの文章は下に折りたたんであります。使う前に出典と照らし合わせてください。",
     unsupported: (n) => n + " 文は出典で裏付けられていません（「unverified」の印）。使う前に確認してください。",
     invalid: (list) => "存在しない出典への引用を削除しました：" + list + "。",
