@@ -16,26 +16,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bench_quotes as bq
 from _env import print_header
-from refusal_language import prompts
+from refusal_language import ask_each_seed, load_replies, print_summary, prompts
 
-from citedocs.answer.citations import is_refusal
 from citedocs.answer.evidence import score_sentences
 from citedocs.answer.prompt import build_messages, seeded_fence
 from citedocs.eval.cases import load_cases
-from citedocs.eval.metrics import key_fact_recall
 from citedocs.eval.prompts import prompt_passages
 from citedocs.hits import Hit
 
@@ -70,48 +64,17 @@ def main() -> None:
     cases = {c.id: c for c in load_cases(*((bq.JA / "cases.jsonl",) if args.ja else bq.EN_CASES))}
     with tempfile.TemporaryDirectory() as tmp:
         chunks = bq.corpus_chunks(corpus / "docs", Path(tmp) / "corpus.sqlite3")
-    done: dict[tuple[str, str, int], dict[str, Any]] = {}
-    if args.out.exists():
-        for line in args.out.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            done[(row["id"], row["variant"], row["seed"])] = row
+    done = load_replies(args.out)
     todo = prompts(args.runs)
     print(f"{len(todo)} prompts: {sum(k == 'answerable' for _, k, _ in todo)} answerable")
     with httpx.Client(base_url=args.base_url, timeout=600) as client, args.out.open("a") as out:
         for case_id, kind, prompt in todo:
             question = cases[case_id].question
             hits, _ = bq.whole_passages(prompt_passages(prompt), chunks)
-            variants = {
-                "same": prompt,
-                "focused": build_messages(question, focused(question, hits), seeded_fence(1, question))[0],
-            }
-            for name, messages in variants.items():
-                for seed in SEEDS:
-                    if (case_id, name, seed) in done:
-                        continue
-                    body = {"messages": messages, "temperature": 0.7, "max_tokens": 512, "seed": seed}
-                    began = time.perf_counter()
-                    text = client.post("/chat/completions", json=body).json()["choices"][0]["message"][
-                        "content"
-                    ]
-                    row = {"id": case_id, "kind": kind, "variant": name, "seed": seed, "text": text}
-                    row["seconds"] = round(time.perf_counter() - began, 1)
-                    done[(case_id, name, seed)] = row
-                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    out.flush()
-    for name in ("same", "focused"):
-        for kind in ("answerable", "unanswerable"):
-            rows = [r for r in done.values() if r["variant"] == name and r["kind"] == kind]
-            if not rows:
-                continue
-            refusals = sum(is_refusal(r["text"]) for r in rows)
-            line = f"{name:8} {kind:13} asks {len(rows):3}  refused {refusals:3}"
-            if kind == "answerable":
-                recalls = [
-                    key_fact_recall(r["text"], cases[r["id"]].key_facts, is_refusal(r["text"])) for r in rows
-                ]
-                line += f"  key-fact recall {sum(x or 0.0 for x in recalls) / len(recalls):.3f}"
-            print(f"{line}  median {statistics.median(r['seconds'] for r in rows):.1f} s")
+            focused_prompt = build_messages(question, focused(question, hits), seeded_fence(1, question))[0]
+            for name, messages in (("same", prompt), ("focused", focused_prompt)):
+                ask_each_seed(client, out, done, (case_id, kind, name), messages, 0.7)
+    print_summary(done, cases, ("same", "focused"))
 
 
 if __name__ == "__main__":

@@ -16,18 +16,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _env import SHARED_DATA, print_header
+from refusal_retry import refused_cases
 
 from citedocs.answer.citations import is_refusal
-from citedocs.eval.cases import load_cases
+from citedocs.eval.cases import Case, load_cases
 from citedocs.eval.metrics import key_fact_recall
 
 JAPANESE = "索引にある文書からはお答えできません。"
@@ -37,17 +39,61 @@ SEEDS = (11, 12)
 
 def prompts(runs: list[Path]) -> list[tuple[str, str, list[dict[str, Any]]]]:
     """(case id, kind, prompt): answerable ones the model refused, unanswerable ones that reached it."""
-    seen: dict[str, tuple[str, str, list[dict[str, Any]]]] = {}
-    for run in runs:
-        for line in (run / "cases.jsonl").read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            detail = record.get("detail", {})
-            if detail.get("refused_before_model") or not detail.get("prompt"):
+    return refused_cases(runs, unanswerable=True)
+
+
+Replies = dict[tuple[str, str, int], dict[str, Any]]
+
+
+def load_replies(path: Path) -> Replies:
+    """The replies an earlier run of the study kept in `path`, by (case id, variant, seed)."""
+    done: Replies = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            done[(row["id"], row["variant"], row["seed"])] = row
+    return done
+
+
+def ask_each_seed(
+    client: httpx.Client,
+    out: TextIO,
+    done: Replies,
+    case: tuple[str, str, str],
+    messages: list[dict[str, Any]],
+    temperature: float,
+) -> None:
+    """Ask `messages` once per seed of SEEDS (what `done` lacks), keeping each reply in `done` and `out`.
+    `case`: (case id, kind, variant name)."""
+    case_id, kind, name = case
+    for seed in SEEDS:
+        if (case_id, name, seed) in done:
+            continue
+        body = {"messages": messages, "temperature": temperature, "max_tokens": 512, "seed": seed}
+        began = time.perf_counter()
+        text = client.post("/chat/completions", json=body).json()["choices"][0]["message"]["content"]
+        row = {"id": case_id, "kind": kind, "variant": name, "seed": seed, "text": text}
+        row["seconds"] = round(time.perf_counter() - began, 1)
+        done[(case_id, name, seed)] = row
+        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        out.flush()
+
+
+def print_summary(done: Replies, cases: dict[str, Case], names: tuple[str, ...]) -> None:
+    """For each variant and kind: asks, refusals, the answerable replies' key-fact recall, median seconds."""
+    for name in names:
+        for kind in ("answerable", "unanswerable"):
+            rows = [r for r in done.values() if r["variant"] == name and r["kind"] == kind]
+            if not rows:
                 continue
-            refused = is_refusal(str(detail.get("raw_answer") or detail.get("answer") or ""))
-            if refused or detail.get("kind") == "unanswerable":
-                seen.setdefault(record["id"], (record["id"], detail["kind"], detail["prompt"]))
-    return list(seen.values())
+            refusals = sum(is_refusal(r["text"]) for r in rows)
+            line = f"{name:8} {kind:13} asks {len(rows):3}  refused {refusals:3}"
+            if kind == "answerable":
+                recalls = [
+                    key_fact_recall(r["text"], cases[r["id"]].key_facts, is_refusal(r["text"])) for r in rows
+                ]
+                line += f"  key-fact recall {sum(x or 0.0 for x in recalls) / len(recalls):.3f}"
+            print(f"{line}  median {statistics.median(r['seconds'] for r in rows):.1f} s")
 
 
 def variant(name: str, prompt: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -67,45 +113,14 @@ def main() -> None:
     args = parser.parse_args()
     print_header("The refusal sentence's language and the model's refusals (Japanese questions)")
     cases = {c.id: c for c in load_cases(SHARED_DATA / "ja-developers-reference" / "cases.jsonl")}
-    done: dict[tuple[str, str, int], dict[str, Any]] = {}
-    if args.out.exists():
-        for line in args.out.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            done[(row["id"], row["variant"], row["seed"])] = row
+    done = load_replies(args.out)
     todo = prompts(args.runs)
     print(f"{len(todo)} prompts: {sum(k == 'answerable' for _, k, _ in todo)} answerable")
     with httpx.Client(base_url=args.base_url, timeout=600) as client, args.out.open("a") as out:
         for case_id, kind, prompt in todo:
             for name in ("ja", "en"):
-                for seed in SEEDS:
-                    if (case_id, name, seed) in done:
-                        continue
-                    body = {
-                        "messages": variant(name, prompt),
-                        "temperature": 0.1,
-                        "max_tokens": 512,
-                        "seed": seed,
-                    }
-                    began = time.perf_counter()
-                    text = client.post("/chat/completions", json=body).json()["choices"][0]["message"][
-                        "content"
-                    ]
-                    row = {"id": case_id, "kind": kind, "variant": name, "seed": seed, "text": text}
-                    row["seconds"] = round(time.perf_counter() - began, 1)
-                    done[(case_id, name, seed)] = row
-                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    out.flush()
-    for name in ("ja", "en"):
-        for kind in ("answerable", "unanswerable"):
-            rows = [r for r in done.values() if r["variant"] == name and r["kind"] == kind]
-            refusals = sum(is_refusal(r["text"]) for r in rows)
-            line = f"{name}  {kind:13} asks {len(rows):3}  refused {refusals:3}"
-            if kind == "answerable" and rows:
-                recalls = [
-                    key_fact_recall(r["text"], cases[r["id"]].key_facts, is_refusal(r["text"])) for r in rows
-                ]
-                line += f"  key-fact recall {sum(x or 0.0 for x in recalls) / len(recalls):.3f}"
-            print(line)
+                ask_each_seed(client, out, done, (case_id, kind, name), variant(name, prompt), 0.1)
+    print_summary(done, cases, ("ja", "en"))
 
 
 if __name__ == "__main__":

@@ -43,7 +43,11 @@ def variant(name: str, prompt: list[dict[str, Any]]) -> tuple[list[dict[str, Any
     return messages, 0.7 if name.startswith("warm") else 0.1
 
 
-def refused_cases(runs: list[Path]) -> list[tuple[str, str, list[dict[str, Any]]]]:
+def refused_cases(
+    runs: list[Path], unanswerable: bool = False
+) -> list[tuple[str, str, list[dict[str, Any]]]]:
+    """(case id, kind, prompt) of each case whose model refused (after the gate let it through); with
+    `unanswerable`, also every unanswerable case that reached the model, refused or not."""
     seen: dict[str, tuple[str, str, list[dict[str, Any]]]] = {}
     for run in runs:
         for line in (run / "cases.jsonl").read_text(encoding="utf-8").splitlines():
@@ -51,7 +55,8 @@ def refused_cases(runs: list[Path]) -> list[tuple[str, str, list[dict[str, Any]]
             detail = record.get("detail", {})
             if detail.get("refused_before_model") or not detail.get("prompt"):
                 continue
-            if is_refusal(str(detail.get("raw_answer") or detail.get("answer") or "")):
+            refused = is_refusal(str(detail.get("raw_answer") or detail.get("answer") or ""))
+            if refused or (unanswerable and detail.get("kind") == "unanswerable"):
                 seen.setdefault(record["id"], (record["id"], detail["kind"], detail["prompt"]))
     return list(seen.values())
 
