@@ -152,7 +152,8 @@ def test_a_question_naming_what_no_passage_writes_never_reaches_the_model(librar
 def test_model_replying_with_the_refusal_sentence_is_a_refusal(library: Citedocs) -> None:
     with FakeOpenAI([Reply(tokens=[REFUSAL_SENTENCE])], default=Reply(tokens=[REFUSAL_SENTENCE])) as server:
         events = run(events_of(library, server))
-        assert len(server.chat_requests) == 2  # asked once more (answer/generation.py)
+        # asked once more (answer/generation.py); then only yes/no asks about single sentences (answer/confirm.py)
+        assert len([r for r in server.chat_requests if r.body.get("stream")]) == 2
     done = assert_one_terminal(events)
     assert done.data["refused"] is True and done.data["refused_before_model"] is False
     assert done.data["citations"] == []
@@ -500,7 +501,8 @@ def test_the_model_refuses_a_japanese_question_in_english_and_the_reader_sees_th
         english = Reply(tokens=["I can't answer ", "that from the indexed documents."])
         with FakeOpenAI([english], default=english) as server:
             events = run(events_of(app, server, JA_QUESTION))
-            prompts = [str(r.body["messages"][-1]["content"]) for r in server.chat_requests]
+            answers = [r for r in server.chat_requests if r.body.get("stream")]  # not the yes/no asks after
+            prompts = [str(r.body["messages"][-1]["content"]) for r in answers]
     finally:
         app.close()
     done = assert_one_terminal(events)

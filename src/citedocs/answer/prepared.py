@@ -3,13 +3,14 @@ event shows, and the quotes a reader sees under (or in place of) the model's syn
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from citedocs.answer.conversation import FollowUpQuery, Turn
 from citedocs.answer.evidence import EvidenceWindow, ScoredSentence, score_sentences
 from citedocs.answer.gate import GateDecision
-from citedocs.answer.quotes import QuoteDict, choose_quotes
+from citedocs.answer.quotes import Quote, QuoteDict, choose_quotes, to_confirm
 from citedocs.answer.telemetry import AnswerTrace
 from citedocs.hits import Hit
 
@@ -71,20 +72,37 @@ class PreparedAnswer:
     # Set by a reproducible evaluation only: the prompt's fence is drawn from it and the model samples with it.
     seed: int | None = None
 
-    def quotes(self, synthesis: str, model_refused: bool = False) -> list[QuoteDict]:
+    def quotes(
+        self, synthesis: str, model_refused: bool = False, confirmed: Collection[str] = ()
+    ) -> list[QuoteDict]:
         """The source sentences a reader sees under `synthesis` ("" when there is none: then they are the
-        answer); none when the gate refused. `model_refused`: the model's answer was refused or withheld."""
-        if not self.gate.allowed or not self.hits:
-            return []
-        asked = self.searched.context
-        # what answers the question as asked; a follow-up too short to stand alone, with its context
-        for query in dict.fromkeys((self.question, asked)):
-            scored = self.scored if query == asked and self.scored is not None else None
-            scored = scored or score_sentences(query, self.hits)
-            chosen = choose_quotes(query, self.hits, synthesis, scored=scored, model_refused=model_refused)
+        answer); none when the gate refused. `model_refused`: the model's answer was refused or withheld;
+        `confirmed`: the quotes the model then said answer the question (`to_confirm`)."""
+        for query, scored in self._queries():
+            chosen = choose_quotes(
+                query, self.hits, synthesis, scored=scored, model_refused=model_refused, confirmed=confirmed
+            )
             if chosen:
                 return [q.to_dict() for q in chosen]
         return []
+
+    def to_confirm(self) -> tuple[str, list[Quote]]:
+        """After the model refused: the query and the sentences it is asked about (answer/confirm.py)."""
+        for query, scored in self._queries():
+            pending = to_confirm(query, self.hits, scored=scored)
+            if pending:
+                return query, pending
+        return self.question, []
+
+    def _queries(self) -> Iterator[tuple[str, list[list[ScoredSentence]]]]:
+        """What answers the question as asked; a follow-up too short to stand alone, with its context. None
+        when the gate refused."""
+        if not self.gate.allowed or not self.hits:
+            return
+        asked = self.searched.context
+        for query in dict.fromkeys((self.question, asked)):
+            scored = self.scored if query == asked and self.scored is not None else None
+            yield query, scored or score_sentences(query, self.hits)
 
     @property
     def searched(self) -> FollowUpQuery:

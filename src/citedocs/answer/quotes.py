@@ -19,7 +19,7 @@ Japanese works the same: sentences end at `。` with no space, and terms come fr
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -37,6 +37,7 @@ __all__ = [
     "Quote",
     "QuoteDict",
     "choose_quotes",
+    "to_confirm",
 ]
 
 # Characters of quotes under a synthesis, and when the quotes are the whole answer (bench/bench_quotes.py).
@@ -282,22 +283,70 @@ def choose_quotes(
     scored: list[list[ScoredSentence]] | None = None,
     budget_chars: int | None = None,
     model_refused: bool = False,
+    confirmed: Collection[str] = (),
 ) -> list[Quote]:
     """The sentences of `hits` ([1]..[n]) that answer `question` and that `synthesis` (the checked answer;
     "" when there is none) does not already state, best first, verbatim, at most `budget_chars` in all
     (QUOTE_CHARS under a synthesis, ALONE_CHARS without one). `scored`: `score_sentences(question, hits)`,
     when the caller has it already. `model_refused`: the model's answer was refused or withheld (only a
-    close match is quoted then). Pure: the same inputs give the same quotes."""
+    close match is quoted then, and the quotes in `confirmed`, by text: those the model said answer the
+    question, `to_confirm` and answer/confirm.py). Pure: the same inputs give the same quotes."""
+    least = MIN_QUOTE_SCORE_REFUSED if model_refused else MIN_QUOTE_SCORE
+    return _select(
+        question,
+        hits,
+        synthesis,
+        scored,
+        budget_chars,
+        model_refused=model_refused,
+        floor=MIN_QUOTE_SCORE if confirmed else least,
+        close=least,
+        confirmed=confirmed,
+    )
+
+
+def to_confirm(
+    question: str, hits: Sequence[Hit], *, scored: list[list[ScoredSentence]] | None = None
+) -> list[Quote]:
+    """After a refusal: the quotes shown if the first bar applied (MIN_QUOTE_SCORE), less those that match
+    closely enough to be shown anyway. These are what the model is asked about (answer/confirm.py)."""
+    chosen = _select(
+        question,
+        hits,
+        "",
+        scored,
+        None,
+        model_refused=True,
+        floor=MIN_QUOTE_SCORE,
+        close=MIN_QUOTE_SCORE,
+        confirmed=(),
+    )
+    return [q for q in chosen if q.score < MIN_QUOTE_SCORE_REFUSED]
+
+
+def _select(
+    question: str,
+    hits: Sequence[Hit],
+    synthesis: str,
+    scored: list[list[ScoredSentence]] | None,
+    budget_chars: int | None,
+    *,
+    model_refused: bool,
+    floor: float,
+    close: float,
+    confirmed: Collection[str],
+) -> list[Quote]:
+    """`choose_quotes`: units scoring at least `floor`, and below `close` only when their text is in
+    `confirmed`."""
     alone = not synthesis.strip()
     budget = budget_chars if budget_chars is not None else (ALONE_CHARS if alone else QUOTE_CHARS)
     most = MAX_QUOTES_ALONE if alone else MAX_QUOTES
-    least = MIN_QUOTE_SCORE_REFUSED if model_refused else MIN_QUOTE_SCORE
     if alone and unheld_names(question, hits):
         return []
     asked = question_terms(question)
     per_hit = scored if scored is not None else score_sentences(question, hits)
     units = sorted(
-        (u for u in _units(asked, hits, per_hit) if u.score >= least),
+        (u for u in _units(asked, hits, per_hit) if u.score >= floor),
         key=lambda u: (-u.score, not u.names, u.n, u.start),
     )
     # What the reader has seen: the question and the synthesis (its words, not its citation markers).
@@ -320,6 +369,8 @@ def choose_quotes(
         if any(n == unit.n and start < b and a < end for n, a, b in spans):  # part of a quote chosen
             continue
         if not text or _is_markup(text) or (model_refused and _reads_as_menu(text)):
+            continue
+        if unit.score < close and text not in confirmed:
             continue
         terms = extract_terms(text, keep_parts=True)
         if not _adds(terms, asked, seen):

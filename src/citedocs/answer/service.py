@@ -21,6 +21,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, cast
 
 from citedocs.answer.citations import MIN_SUPPORTED
+from citedocs.answer.confirm import confirm_quotes
 from citedocs.answer.conversation import (
     FollowUpQuery,
     Turn,
@@ -289,9 +290,11 @@ class AnswerService:
                 prepared.trace.event("asked_again", {"refused_first": True})
             if reply.looped_at is not None:
                 finish = self._looped(messages, len(reply.pieces))
-                terminal = self._done(prepared, reply.text, finish, reply.ttft_ms, reply.generation_ms)
+                terminal = await self._done(prepared, reply.text, finish, reply.ttft_ms, reply.generation_ms)
             elif reply.finish is not None:
-                terminal = self._done(prepared, reply.text, reply.finish, reply.ttft_ms, reply.generation_ms)
+                terminal = await self._done(
+                    prepared, reply.text, reply.finish, reply.ttft_ms, reply.generation_ms
+                )
         except LLMStreamError as exc:
             terminal = self._error(prepared, "generation", exc.message, exc.hint, reply.partial, exc.status)
         except (GeneratorExit, asyncio.CancelledError):
@@ -386,11 +389,12 @@ class AnswerService:
             "total_ms": ms(time.perf_counter() - prepared.started),
         }
 
-    def _done(
+    async def _done(
         self, prepared: PreparedAnswer, raw: str, finish: Finish, ttft_ms: float | None, generation_ms: float
     ) -> AnswerEvent:
         checked = verdict(raw, prepared.hits, prepared.question, follow_up=bool(prepared.history))
         report, refused, citations = checked.report, checked.refused, checked.citations
+        confirmed = await self._confirm(prepared) if refused else frozenset[str]()
         timings = self._timings(prepared, ttft_ms, generation_ms)
         usage = finish.usage
         self.stats.record(
@@ -439,10 +443,22 @@ class AnswerService:
             cost_usd=finish.cost_usd,
             trace_id=prepared.trace.trace_id,
             report=report.to_dict(),
-            quotes=prepared.quotes("" if refused else checked.answer, refused),
+            quotes=prepared.quotes("" if refused else checked.answer, refused, confirmed),
             asks_back=checked.asks_back,
         )
         return typed_event("done", done)
+
+    async def _confirm(self, prepared: PreparedAnswer) -> frozenset[str]:
+        """After a refusal, the quotes below the close-match bar that the model says answer the question."""
+        query, pending = prepared.to_confirm()
+        if self.llm is None or not pending:
+            return frozenset()
+        checked = await confirm_quotes(self.llm, query, pending, seed=prepared.seed)
+        prepared.trace.event(
+            "quotes_confirmed",
+            {"asked": checked.asked, "confirmed": len(checked.confirmed), "ms": checked.ms},
+        )
+        return checked.confirmed
 
     def _looped(self, messages: Sequence[Mapping[str, Any]], pieces: int) -> Finish:
         """The finish of a generation stopped because it looped: the server sent no usage, so it is estimated."""

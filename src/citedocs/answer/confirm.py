@@ -1,0 +1,107 @@
+"""After the model refused: asked about one source sentence at a time, does it answer the question?
+
+A refused answer shows only quotes that match the question closely (`MIN_QUOTE_SCORE_REFUSED`): a lower bar
+also quotes the near-misses of unanswerable questions. But the 1.5B model refuses answerable questions with
+the answer in its prompt (7 of 30 Japanese ones in `answer-ja-8`), and there the sentence that answers often
+shares few words with the question ("メンテナスクリプトは冪等でなければなりません。" for "run twice?"). The
+same model, shown one sentence and the question and asked yes or no, tells them apart far better than it
+writes an answer from five passages: on the refused cases of every committed run (bench/studies/
+quote_confirm.py), quotes it confirmed raised the key facts a reader sees from 3.5 to 6.5 of 17 Japanese
+answerable cases and 1.0 to 3.5 of 6 English ones, and it confirmed nothing for the 9 unanswerable ones; with
+the relevance gate set aside, for 1 of 29 unanswerable or off-topic questions. Each ask is a short prompt and
+a one-word reply (0.3-0.7 s on 2 cores), made only after a refusal, at most `MAX_ASKS` within `BUDGET_S`.
+A sentence is a document's text: it is fenced as data and can only be shown verbatim, labelled as a quote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from citedocs.answer.quotes import Quote
+from citedocs.answer.stats import ms
+from citedocs.llm.chat import ChatModel
+
+__all__ = [
+    "BUDGET_S",
+    "CONFIRM_SYSTEM",
+    "MAX_ASKS",
+    "Confirmation",
+    "confirm_messages",
+    "confirm_quotes",
+    "says_yes",
+]
+
+log = logging.getLogger(__name__)
+
+CONFIRM_SYSTEM = (
+    "You check whether a sentence taken from a document answers a question. Answer yes only if the "
+    "sentence itself states the answer, or part of it, to exactly what is asked. If the sentence is about "
+    "something else, or only repeats words of the question, answer no. Reply with one word: yes or no."
+)
+MAX_ASKS = 5  # the quotes a refused answer may show (quotes.MAX_QUOTES_ALONE)
+BUDGET_S = 12.0  # all the asks of one answer; what is unasked (or unanswered) by then is not shown
+_YES = re.compile(r"\W*(?:yes|はい)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Confirmation:
+    """The texts the model confirmed, how many sentences it was asked about, and how long that took."""
+
+    confirmed: frozenset[str]
+    asked: int
+    ms: float
+
+
+def confirm_messages(question: str, sentence: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": CONFIRM_SYSTEM},
+        {
+            "role": "user",
+            "content": f"Question: {question}\nSentence: {sentence}\nDoes this sentence answer the question? yes or no",
+        },
+    ]
+
+
+def says_yes(reply: str) -> bool:
+    """Only a reply that starts with yes (or はい) confirms; anything else, an empty or odd reply included,
+    does not."""
+    return _YES.match(reply) is not None
+
+
+async def confirm_quotes(
+    llm: ChatModel,
+    question: str,
+    quotes: Sequence[Quote],
+    *,
+    seed: int | None = None,
+    budget_s: float = BUDGET_S,
+) -> Confirmation:
+    """Ask about each of `quotes` in turn (at most MAX_ASKS, none started after `budget_s`); a failed ask
+    ends the asking, and what was confirmed before it stands: this only adds quotes to a refusal."""
+    started = time.perf_counter()
+    confirmed: set[str] = set()
+    asked = 0
+    for quote in quotes[:MAX_ASKS]:
+        left = budget_s - (time.perf_counter() - started)
+        if left <= 0:
+            break
+        ask = llm.complete(
+            confirm_messages(question, quote.text),
+            max_tokens=3,
+            temperature=0.0,
+            extra=None if seed is None else {"seed": seed},
+        )
+        try:
+            done = await asyncio.wait_for(ask, left)
+        except Exception as exc:  # an optional step: any failure or delay leaves the refusal as it was
+            log.info("asking the model to confirm a quote failed: %r", exc)
+            break
+        asked += 1
+        if says_yes(done.text):
+            confirmed.add(quote.text)
+    return Confirmation(frozenset(confirmed), asked, ms(time.perf_counter() - started))
