@@ -259,8 +259,14 @@ def run_runs(
             hits, found = whole_passages(read, chunks)
             recovered, read_count = recovered + found, read_count + sum(bool(h.text) for h in read)
             synthesis = "" if refused else str(detail.get("answer", ""))
+            # after a refusal, what the model confirmed live (answer/confirm.py) is among the quotes it showed
+            confirmed = (
+                {str(q["text"]) for q in detail.get("quotes") or []} if refused and not alone else set()
+            )
             quotes = (
-                choose_quotes(case.question, hits, synthesis, model_refused=refused and not alone)
+                choose_quotes(
+                    case.question, hits, synthesis, model_refused=refused and not alone, confirmed=confirmed
+                )
                 if hits
                 else []
             )
