@@ -10,7 +10,9 @@ quote_confirm.py), quotes it confirmed raised the key facts a reader sees from 3
 answerable cases and 1.0 to 3.5 of 6 English ones, and it confirmed nothing for the 9 unanswerable ones; with
 the relevance gate set aside, for 1 of 29 unanswerable or off-topic questions. Each ask is a short prompt and
 a one-word reply (0.3-0.7 s on 2 cores), made only after a refusal, at most `MAX_ASKS` within `BUDGET_S`.
-A sentence is a document's text: it is fenced as data and can only be shown verbatim, labelled as a quote.
+A sentence is a document's text: the most it can do is talk the model into "yes", and then it is shown
+verbatim, cited and labelled as a quote. (Fencing it as data changed the 1.5B model's answers for the worse:
+it confirmed a quote for an unanswerable question; docs/decisions/answers.md, tenth round.)
 """
 
 from __future__ import annotations
