@@ -259,10 +259,11 @@ def run_runs(
             hits, found = whole_passages(read, chunks)
             recovered, read_count = recovered + found, read_count + sum(bool(h.text) for h in read)
             synthesis = "" if refused else str(detail.get("answer", ""))
-            # after a refusal, what the model confirmed live (answer/confirm.py) is among the quotes it showed
-            confirmed = (
-                {str(q["text"]) for q in detail.get("quotes") or []} if refused and not alone else set()
-            )
+            # after a refusal, what the model confirmed live (answer/confirm.py): flagged `confirmed` since
+            # answer-ja-10 and answer-quotes-7, among the quotes shown in the two runs before
+            saved = detail.get("quotes") or [] if refused and not alone else []
+            flagged = [q for q in saved if "confirmed" in q]
+            confirmed = {str(q["text"]) for q in (flagged or saved) if q.get("confirmed", True)}
             quotes = (
                 choose_quotes(
                     case.question, hits, synthesis, model_refused=refused and not alone, confirmed=confirmed

@@ -45,7 +45,7 @@ CONFIRM_SYSTEM = (
     "sentence itself states the answer, or part of it, to exactly what is asked. If the sentence is about "
     "something else, or only repeats words of the question, answer no. Reply with one word: yes or no."
 )
-MAX_ASKS = 5  # the quotes a refused answer may show (quotes.MAX_QUOTES_ALONE)
+MAX_ASKS = 8  # the best of quotes.to_confirm's pool
 BUDGET_S = 12.0  # all the asks of one answer; what is unasked (or unanswered) by then is not shown
 _YES = re.compile(r"\W*(?:yes|はい)\b", re.IGNORECASE)
 

@@ -54,6 +54,9 @@ MAX_QUOTE_CHARS = 320
 # or wrote what they do not support): then only a close match is shown. Without a model, the first applies.
 MIN_QUOTE_SCORE = 0.25
 MIN_QUOTE_SCORE_REFUSED = 0.6
+# What the model is asked about after a refusal (answer/confirm.py): room for twice the quotes shown alone.
+CONFIRM_POOL = 10
+CONFIRM_POOL_CHARS = 2 * ALONE_CHARS
 # ... and at least this share of its content terms (weighted) must be new to the reader.
 MIN_NEW_SHARE = 0.2
 # A line of this many words with no punctuation at all is a menu or a list of links, not something a page says:
@@ -89,6 +92,7 @@ class QuoteDict(TypedDict):
     line_end: int | None
     page: int | None
     url: str | None
+    confirmed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +109,7 @@ class Quote:
     line_start: int
     line_end: int
     score: float
+    confirmed: bool = False  # after a refusal, the model said it answers (answer/confirm.py)
 
     def to_dict(self) -> QuoteDict:
         url = self.path if self.path.startswith(("http://", "https://")) else None
@@ -118,6 +123,7 @@ class Quote:
             "line_end": self.line_end if lines else None,
             "page": self.page,
             "url": url,
+            "confirmed": self.confirmed,
         }
 
 
@@ -254,6 +260,14 @@ def _units(question: Terms, hits: Sequence[Hit], scored: list[list[ScoredSentenc
     return out
 
 
+def _quoted(text: str, unit: _Unit) -> tuple[int, int]:
+    """The span a unit is quoted as: without an HTML comment line (`<!-- source: URL -->`) before it."""
+    start, end = unit.start, unit.end
+    if text.startswith("<!--", start) and "-->" in text[start:end]:
+        start, end = _trimmed(text, text.index("-->", start) + 3, end)
+    return start, end
+
+
 def _beyond(terms: Terms, question: Terms) -> Terms:
     """`terms` less the question's own: what a sentence says besides restating what was asked."""
     return Terms(
@@ -309,20 +323,21 @@ def choose_quotes(
 def to_confirm(
     question: str, hits: Sequence[Hit], *, scored: list[list[ScoredSentence]] | None = None
 ) -> list[Quote]:
-    """After a refusal: the quotes shown if the first bar applied (MIN_QUOTE_SCORE), less those that match
-    closely enough to be shown anyway. These are what the model is asked about (answer/confirm.py)."""
-    chosen = _select(
+    """After a refusal: what the model is asked about (answer/confirm.py), best first: the quotes the first
+    bar (MIN_QUOTE_SCORE) would choose with room for twice as many. Close matches are asked about too: they
+    are shown either way, but after the ones the model confirms."""
+    return _select(
         question,
         hits,
         "",
         scored,
-        None,
+        CONFIRM_POOL_CHARS,
         model_refused=True,
         floor=MIN_QUOTE_SCORE,
         close=MIN_QUOTE_SCORE,
         confirmed=(),
+        most=CONFIRM_POOL,
     )
-    return [q for q in chosen if q.score < MIN_QUOTE_SCORE_REFUSED]
 
 
 def _select(
@@ -336,20 +351,24 @@ def _select(
     floor: float,
     close: float,
     confirmed: Collection[str],
+    most: int | None = None,
 ) -> list[Quote]:
     """`choose_quotes`: units scoring at least `floor`, and below `close` only when their text is in
-    `confirmed`."""
+    `confirmed`; at most `most` (MAX_QUOTES_ALONE or MAX_QUOTES)."""
     alone = not synthesis.strip()
     budget = budget_chars if budget_chars is not None else (ALONE_CHARS if alone else QUOTE_CHARS)
-    most = MAX_QUOTES_ALONE if alone else MAX_QUOTES
+    most = most if most is not None else MAX_QUOTES_ALONE if alone else MAX_QUOTES
     if alone and unheld_names(question, hits):
         return []
     asked = question_terms(question)
     per_hit = scored if scored is not None else score_sentences(question, hits)
-    units = sorted(
-        (u for u in _units(asked, hits, per_hit) if u.score >= floor),
-        key=lambda u: (-u.score, not u.names, u.n, u.start),
-    )
+
+    def rank(u: _Unit) -> tuple[bool, float, bool, int, int]:
+        # what the model confirmed comes first: it answers, where a close match may only share words
+        told = bool(confirmed) and hits[u.n - 1].text[slice(*_quoted(hits[u.n - 1].text, u))] in confirmed
+        return (not told, -u.score, not u.names, u.n, u.start)
+
+    units = sorted((u for u in _units(asked, hits, per_hit) if u.score >= floor), key=rank)
     # What the reader has seen: the question and the synthesis (its words, not its citation markers).
     seen = union([asked, extract_terms(strip_markers(synthesis), keep_parts=True)])
     keys: set[str] = set()
@@ -360,9 +379,7 @@ def _select(
         if len(out) >= most:
             break
         hit = hits[unit.n - 1]
-        start, end = unit.start, unit.end
-        if hit.text.startswith("<!--", start) and "-->" in hit.text[start:end]:  # a comment line before it
-            start, end = _trimmed(hit.text, hit.text.index("-->", start) + 3, end)
+        start, end = _quoted(hit.text, unit)
         text = hit.text[start:end]
         key = "".join(ch for ch in text.casefold() if ch.isalnum())
         if not key or key in keys or used + len(text) > budget or len(text) > MAX_QUOTE_CHARS:
@@ -391,6 +408,7 @@ def _select(
                 hit.page,
                 *line_span(hit, start, end),
                 unit.score,
+                text in confirmed,
             )
         )
     return out
