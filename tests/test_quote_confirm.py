@@ -88,6 +88,43 @@ def test_a_loose_match_is_quoted_after_a_refusal_only_when_confirmed() -> None:
     assert choose_quotes(QUESTION, hits, model_refused=True, confirmed={"unrelated"}) == []
 
 
+ORPHAN_QUESTION = "もうメンテできなくなったパッケージを orphan（放棄）するには何をすればいい？"
+# From the developer's reference (5.9.5): the close matches restate the question; the answer is an
+# untranslated English sentence that shares one word with it.
+ORPHANING = (
+    "# 5.9.5. パッケージを放棄する\n\n"
+    "パッケージのメンテナンスを続けられなくなった場合は、他の人にそれを知らせて、パッケージが放棄 (orphan) "
+    "されたとわかるようにする必要があります。\n"
+    "放棄されたパッケージのメンテナは Debian QA Group に設定されます。\n"
+    "The bug report should be titled O: package -- short description indicating that the package is now "
+    "orphaned.\n"
+)
+TITLE = (
+    "The bug report should be titled O: package -- short description indicating that the package is now "
+    "orphaned."
+)
+
+
+def test_the_pool_asked_about_holds_the_close_matches_and_what_is_below_them() -> None:
+    hits = [hit(ORPHANING)]
+    close = choose_quotes(ORPHAN_QUESTION, hits, model_refused=True)
+    pool = to_confirm(ORPHAN_QUESTION, hits)
+    assert close and {q.text for q in close} < {q.text for q in pool}
+    assert TITLE in {q.text for q in pool} and TITLE not in {q.text for q in close}
+
+
+def test_what_the_model_confirmed_is_shown_first_and_says_so() -> None:
+    """A close match that only restates the question stays, after the sentence the model said answers."""
+    hits = [hit(ORPHANING)]
+    shown = choose_quotes(ORPHAN_QUESTION, hits, model_refused=True, confirmed={TITLE})
+    assert shown[0].text == TITLE and shown[0].confirmed and shown[0].to_dict()["confirmed"] is True
+    assert len(shown) > 1 and not any(q.confirmed for q in shown[1:])
+    assert [q.text for q in shown[1:]] == [
+        q.text for q in choose_quotes(ORPHAN_QUESTION, hits, model_refused=True)
+    ]
+    assert choose_quotes(ORPHAN_QUESTION, hits)[0].to_dict()["confirmed"] is False
+
+
 def test_nothing_is_asked_when_no_sentence_comes_near_the_question() -> None:
     hits = [hit("Bananas are yellow and grow in bunches.\nApples are red.\n")]
     assert to_confirm(QUESTION, hits) == []
@@ -137,6 +174,7 @@ def test_a_refused_answer_shows_the_sentence_the_model_confirms(library: Citedoc
     assert done.data["answer"] == REFUSAL_SENTENCES["ja"]
     assert done.data["quotes_label"] == QUOTES_LABEL
     assert [q["text"] for q in done.data["quotes"]] == [IDEMPOTENT]
+    assert done.data["quotes"][0]["confirmed"] is True
     assert done.data["quotes"][0]["path"].endswith("scripts.md") and done.data["quotes"][0]["line"] == 4
     assert 1 <= len(asks) <= MAX_ASKS
     assert all(a["temperature"] == 0.0 and a["max_tokens"] == 3 for a in asks)
