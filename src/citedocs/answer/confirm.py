@@ -6,10 +6,11 @@ the answer in its prompt (7 of 30 Japanese ones in `answer-ja-8`), and there the
 shares few words with the question ("メンテナスクリプトは冪等でなければなりません。" for "run twice?"). The
 same model, shown one sentence and the question and asked yes or no, tells them apart far better than it
 writes an answer from five passages: on the refused cases of every committed run (bench/studies/
-quote_confirm.py), quotes it confirmed raised the key facts a reader sees from 3.5 to 6.5 of 17 Japanese
-answerable cases and 1.0 to 3.5 of 6 English ones, and it confirmed nothing for the 9 unanswerable ones; with
-the relevance gate set aside, for 1 of 29 unanswerable or off-topic questions. Each ask is a short prompt and
-a one-word reply (0.3-0.7 s on 2 cores), made only after a refusal, at most `MAX_ASKS` within `BUDGET_S`.
+quote_confirm.py), quotes it confirmed (shown first) raised the key facts a reader sees from 3.5 to 7.0 of 17
+Japanese answerable cases and 1.0 to 3.5 of 6 English ones, and it confirmed nothing for the 9 unanswerable
+ones; with the relevance gate set aside, for 1 of 29 unanswerable or off-topic questions, and for none of
+MTRAG's 49 unanswerable last turns. Each ask is a short prompt and a one-word reply (0.3-0.7 s on 2 cores),
+made only after a refusal, at most `MAX_ASKS` within `BUDGET_S`.
 A sentence is a document's text: the most it can do is talk the model into "yes", and then it is shown
 verbatim, cited and labelled as a quote. (Fencing it as data changed the 1.5B model's answers for the worse:
 it confirmed a quote for an unanswerable question; docs/decisions/answers.md, tenth round.)
