@@ -109,7 +109,11 @@ def test_two_refusals_are_one_refusal_shown_once(library: Citedocs) -> None:
         ]
     ) as s:
         seen = events(library, s)
-        assert len(s.chat_requests) == 2
+        answers = [r for r in s.chat_requests if r.body.get("stream")]
+        asks = [
+            r for r in s.chat_requests if not r.body.get("stream")
+        ]  # yes/no about quotes (answer/confirm.py)
+        assert len(answers) == 2 and all(r.body["max_tokens"] == 3 for r in asks)
     assert tokens(seen) == REFUSAL_SENTENCE
     assert seen[-1][0] == "done" and seen[-1][1]["refused"] is True
 
