@@ -325,7 +325,7 @@ def to_confirm(
 ) -> list[Quote]:
     """After a refusal: what the model is asked about (answer/confirm.py), best first: the quotes the first
     bar (MIN_QUOTE_SCORE) would choose with room for twice as many. Close matches are asked about too: they
-    are shown either way, but after the ones the model confirms."""
+    are shown without a yes, but after the ones the model confirms, as room is left."""
     return _select(
         question,
         hits,
