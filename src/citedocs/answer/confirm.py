@@ -25,6 +25,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from citedocs.answer.prepared import PreparedAnswer
 from citedocs.answer.quotes import Quote
 from citedocs.answer.stats import ms
 from citedocs.llm.chat import ChatModel
@@ -36,6 +37,7 @@ __all__ = [
     "Confirmation",
     "confirm_messages",
     "confirm_quotes",
+    "confirmed_after_refusal",
     "says_yes",
 ]
 
@@ -108,3 +110,16 @@ async def confirm_quotes(
         if says_yes(done.text):
             confirmed.add(quote.text)
     return Confirmation(frozenset(confirmed), asked, ms(time.perf_counter() - started))
+
+
+async def confirmed_after_refusal(llm: ChatModel, prepared: PreparedAnswer) -> frozenset[str]:
+    """The answer service's step after a refusal: the quotes of `prepared` the model says answer its question
+    (`PreparedAnswer.to_confirm`), traced."""
+    query, pending = prepared.to_confirm()
+    if not pending:
+        return frozenset()
+    checked = await confirm_quotes(llm, query, pending, seed=prepared.seed)
+    prepared.trace.event(
+        "quotes_confirmed", {"asked": checked.asked, "confirmed": len(checked.confirmed), "ms": checked.ms}
+    )
+    return checked.confirmed

@@ -87,9 +87,8 @@ class GateDecision:
     reason: str
     best: float
     best_n: int | None = None
-    missing: tuple[
-        str, ...
-    ] = ()  # the question's names no passage writes (`unheld_names`), when refused for them
+    # the question's names no passage writes (`unheld_names`), when refused for them
+    missing: tuple[str, ...] = ()
 
 
 # A heading's outline number ("4.6.4.1. 安定版", "3) Setup"): where a section stands, not what it says. Counted, the

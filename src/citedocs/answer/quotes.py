@@ -13,7 +13,8 @@ cites the passage's number and says where it is (file lines, page or URL). At mo
 fewer when the synthesis already states what they would; more when there is no synthesis (withheld, refused
 by the model, no model), because then the quotes are the answer; then a question naming an identifier no
 passage writes (`top_k`) gets none. After the model refused, only a close match is quoted, and the looser
-matches the model confirms when asked about each alone (`to_confirm`, answer/confirm.py). Figures: docs/evaluation.md, `bench/bench_quotes.py`.
+matches the model confirms when asked about each alone (`to_confirm`, answer/confirm.py), these first.
+Figures: docs/evaluation.md, `bench/bench_quotes.py`.
 Japanese works the same: sentences end at `。` with no space, and terms come from the analyzer (CJK words).
 """
 

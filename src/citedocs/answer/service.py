@@ -21,7 +21,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, cast
 
 from citedocs.answer.citations import MIN_SUPPORTED
-from citedocs.answer.confirm import confirm_quotes
+from citedocs.answer.confirm import confirmed_after_refusal
 from citedocs.answer.conversation import (
     FollowUpQuery,
     Turn,
@@ -394,7 +394,9 @@ class AnswerService:
     ) -> AnswerEvent:
         checked = verdict(raw, prepared.hits, prepared.question, follow_up=bool(prepared.history))
         report, refused, citations = checked.report, checked.refused, checked.citations
-        confirmed = await self._confirm(prepared) if refused else frozenset[str]()
+        confirmed = (
+            await confirmed_after_refusal(self.llm, prepared) if refused and self.llm else frozenset[str]()
+        )
         timings = self._timings(prepared, ttft_ms, generation_ms)
         usage = finish.usage
         self.stats.record(
@@ -447,18 +449,6 @@ class AnswerService:
             asks_back=checked.asks_back,
         )
         return typed_event("done", done)
-
-    async def _confirm(self, prepared: PreparedAnswer) -> frozenset[str]:
-        """After a refusal, the quotes below the close-match bar that the model says answer the question."""
-        query, pending = prepared.to_confirm()
-        if self.llm is None or not pending:
-            return frozenset()
-        checked = await confirm_quotes(self.llm, query, pending, seed=prepared.seed)
-        prepared.trace.event(
-            "quotes_confirmed",
-            {"asked": checked.asked, "confirmed": len(checked.confirmed), "ms": checked.ms},
-        )
-        return checked.confirmed
 
     def _looped(self, messages: Sequence[Mapping[str, Any]], pieces: int) -> Finish:
         """The finish of a generation stopped because it looped: the server sent no usage, so it is estimated."""
