@@ -377,7 +377,8 @@ def test_one_trace_per_answer_with_retrieval_generation_and_first_token(library:
     spans = {span.name: span for span in exporter.get_finished_spans()}
     assert set(spans) == {"citedocs.answer", "retrieval", "generation"}
     assert {format(s.context.trace_id, "032x") for s in spans.values()} == {data["trace_id"]}
-    assert [e.name for e in spans["generation"].events] == ["first_token"]
+    # the model checks the answer's sentences after the last token (answer/model_check.py)
+    assert [e.name for e in spans["generation"].events] == ["first_token", "sentences_checked"]
     assert spans["generation"].parent.span_id == spans["citedocs.answer"].context.span_id
 
 

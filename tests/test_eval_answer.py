@@ -88,10 +88,15 @@ def _answer_unjudged(docs: Path, cases: Path, run_dir: Path, index: Path, base_u
     )
 
 
+def _answer_model(request: RecordedRequest) -> Reply:
+    """The answer model: it writes the answers, and keeps its own sentences when it checks them (yes)."""
+    return _respond(request) if request.body.get("stream") else Reply(tokens=["yes"])
+
+
 def test_eval_answer_scores_judges_and_keeps_every_verdict(tmp_path: Path) -> None:
     docs, cases = _corpus(tmp_path)
     run_dir = tmp_path / "run"
-    with FakeOpenAI(responder=_respond) as server:
+    with FakeOpenAI(responder=_answer_model) as server, FakeOpenAI(responder=_respond) as judge:
         result = _cli(
             "answer",
             "--corpus",
@@ -100,13 +105,18 @@ def test_eval_answer_scores_judges_and_keeps_every_verdict(tmp_path: Path) -> No
             str(cases),
             "--run-dir",
             str(run_dir),
+            "--judge-base-url",
+            judge.base_url,
             base_url=server.base_url,
             cwd=tmp_path,
         )
-        judge_calls = [r for r in server.chat_requests if not r.body.get("stream")]
+        judge_calls = [r for r in judge.chat_requests]
+        checks = [r for r in server.chat_requests if not r.body.get("stream")]
     assert result["key_fact_recall"]["mean"] == 1.0
     assert result["correct_refusal"]["mean"] == 1.0
-    # The copied sentence is supported without a model call; the invented one went to the judge, which said no.
+    # The answer model checked its invented sentence (answer/model_check.py) and kept it; the judge, asked the
+    # same question elsewhere, said no. The copied sentence is supported without a model call by both.
+    assert len(checks) == 1 and "fastest" in json.dumps(checks[0].body)
     assert len(judge_calls) == 1 and "fastest" in json.dumps(judge_calls[0].body)
     assert result["citation_precision"]["mean"] == 0.5 and result["faithfulness"]["mean"] == 0.5
     pairs = [json.loads(line) for line in (run_dir / "judged-pairs.jsonl").read_text().splitlines()]
@@ -149,7 +159,7 @@ def test_eval_answer_scores_judges_and_keeps_every_verdict(tmp_path: Path) -> No
 def test_a_run_made_without_a_judge_can_be_judged_afterwards(tmp_path: Path) -> None:
     docs, cases = _corpus(tmp_path)
     index = tmp_path / "index.db"
-    with FakeOpenAI(responder=_respond) as server:
+    with FakeOpenAI(responder=_answer_model) as server, FakeOpenAI(responder=_respond) as judge:
         plain = _answer_unjudged(docs, cases, tmp_path / "run", index, server.base_url)
         assert "citation_precision" not in plain
         judged = _cli(
@@ -162,7 +172,7 @@ def test_a_run_made_without_a_judge_can_be_judged_afterwards(tmp_path: Path) -> 
             "--out",
             str(tmp_path / "judged"),
             "--judge-base-url",
-            server.base_url,
+            judge.base_url,
             base_url=server.base_url,
             cwd=tmp_path,
         )
@@ -176,7 +186,7 @@ def test_a_run_that_dropped_a_repeated_passage_is_judged_against_the_passages_it
     docs, cases = _corpus(tmp_path)
     (docs / "setup-copy.md").write_text((docs / "setup.md").read_text(encoding="utf-8"), encoding="utf-8")
     index = tmp_path / "index.db"
-    with FakeOpenAI(responder=_respond) as server:
+    with FakeOpenAI(responder=_answer_model) as server, FakeOpenAI(responder=_respond) as judge:
         _answer_unjudged(docs, cases, tmp_path / "run", index, server.base_url)
         record = json.loads((tmp_path / "run" / "cases.jsonl").read_text().splitlines()[0])
         judged = _cli(
@@ -189,7 +199,7 @@ def test_a_run_that_dropped_a_repeated_passage_is_judged_against_the_passages_it
             "--out",
             str(tmp_path / "judged"),
             "--judge-base-url",
-            server.base_url,
+            judge.base_url,
             base_url=server.base_url,
             cwd=tmp_path,
         )

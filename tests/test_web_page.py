@@ -27,7 +27,7 @@ from citedocs.settings import Settings
 from conftest import OUTER_ENV, REPO, shared
 from fakes.embeddings_server import FakeEmbeddings
 from fakes.live_server import live_process, live_server
-from fakes.openai_server import FakeOpenAI, Reply
+from fakes.openai_server import FakeOpenAI, RecordedRequest, Reply
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LAUNCH_ARGS = [
@@ -384,6 +384,35 @@ def test_an_unsupported_sentence_is_marked(browser: Any, tmp_path: Path) -> None
             assert page.locator("#legend").is_visible()
             screenshot(page, tmp_path, "unsupported")
         close(llm)
+
+
+def test_a_sentence_the_model_does_not_find_in_its_source_is_shown_struck_out(
+    browser: Any, tmp_path: Path
+) -> None:
+    """The model's own check (answer/model_check.py) says no to one sentence: the answer's text leaves it
+    out, and the page shows it struck through with a badge and says so."""
+
+    def respond(request: RecordedRequest) -> Reply:
+        if request.body.get("stream"):
+            return Reply(tokens=UNSUPPORTED, delay_s=0.05)
+        return Reply(tokens=["no" if "9999" in str(request.body["messages"][-1]["content"]) else "yes"])
+
+    with FakeOpenAI(responder=respond) as fake:
+        llm = LLMClient(fake.base_url, "scripted")
+        with page_server(tmp_path, llm=llm) as url, new_page(browser, url) as page:
+            ask(page, QUESTION)
+            page.wait_for_selector("#answer:not(.streaming) .sent.left-out")
+            gone = page.locator("#answer .sent.left-out")
+            assert gone.count() == 1 and "9999" in gone.inner_text()
+            assert gone.locator(".badge", has_text="left out").count() == 1
+            assert page.locator("#answer .sent.unsupported").count() == 0
+            assert "port 8765" in page.locator("#answer .sent.ok").first.inner_text()
+            assert "1 sentence of the model's answer was left out" in page.inner_text("#notice")
+            assert "not supported by the sources" not in page.inner_text("#notice")
+            screenshot(page, tmp_path, "left-out")
+        close(llm)
+    asks = [r for r in fake.requests if r.path.endswith("/chat/completions") and not r.body.get("stream")]
+    assert asks and all(r.body["max_tokens"] == 3 for r in asks)
 
 
 def test_an_answer_the_sources_do_not_hold_is_withheld_with_the_models_words_one_click_away(

@@ -112,11 +112,13 @@ async def confirm_quotes(
     return Confirmation(frozenset(confirmed), asked, ms(time.perf_counter() - started))
 
 
-async def confirmed_after_refusal(llm: ChatModel, prepared: PreparedAnswer) -> frozenset[str]:
-    """The answer service's step after a refusal: the quotes of `prepared` the model says answer its question
-    (`PreparedAnswer.to_confirm`), traced."""
-    query, pending = prepared.to_confirm()
-    if not pending:
+async def confirmed_after_refusal(
+    llm: ChatModel | None, prepared: PreparedAnswer, refused: bool
+) -> frozenset[str]:
+    """The answer service's step after the model `refused` (nothing otherwise, or without a model): the quotes
+    of `prepared` the model says answer its question (`PreparedAnswer.to_confirm`), traced."""
+    query, pending = prepared.to_confirm() if refused and llm else ("", [])
+    if not pending or llm is None:
         return frozenset()
     checked = await confirm_quotes(llm, query, pending, seed=prepared.seed)
     prepared.trace.event(

@@ -73,7 +73,8 @@ class UsageData(TypedDict, total=False):
 class DoneData(TypedDict):
     """The `done` event. `answer` is the synthesis after its citations were checked (the refusal sentence when
     refused), `quotes` the source sentences under it (or, with `quotes_label`, in its place), `missing_names`
-    the question's names no passage writes when the gate refused it for them (else empty)."""
+    the question's names no passage writes when the gate refused it for them (else empty), `left_out` the
+    sentences of the model's answer its own check removed (answer/model_check.py)."""
 
     answer: str
     raw_answer: str
@@ -98,6 +99,7 @@ class DoneData(TypedDict):
     quotes: list[QuoteDict]
     quotes_label: str | None
     asks_back: bool
+    left_out: list[str]
 
 
 class ErrorData(TypedDict, total=False):
@@ -131,6 +133,7 @@ def done_data(
     usage: UsageData | None = None,
     cost_usd: float = 0.0,
     asks_back: bool = False,
+    left_out: Sequence[str] = (),
 ) -> DoneData:
     """The one builder of a `done` payload. `report`: the citation check's `to_dict()` (none before the model).
     When the synthesis is refused or withheld, the quotes are the answer: `quotes_label` says so."""
@@ -159,6 +162,7 @@ def done_data(
         "quotes": quotes,
         "quotes_label": QUOTES_LABEL if refused and quotes else None,
         "asks_back": asks_back,
+        "left_out": list(left_out),
     }
 
 

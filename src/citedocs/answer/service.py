@@ -6,9 +6,9 @@ Two phases, so a front end can turn setup failures into ordinary errors before i
 `evidence`, `token`*, then exactly one `done` or `error`). `stream` joins them for callers that want events
 only. `evidence` comes before the model is called: the few sentences that match the question best, for a
 reader to look at while the model reads (it is not the answer); the model reads the passages whole.
-Tokens stream raw as the model writes them; `done.answer` is the answer after its citations were checked
-and repaired, each sentence no passage supports marked `[unverified]`, and `done.raw_answer` what the model
-wrote.
+Tokens stream raw as the model writes them; `done.answer` is the answer after its citations were checked and
+repaired (a sentence no passage supports marked `[unverified]`) and the model checked its sentences
+(answer/model_check.py: those it does not find in their passages left out, `done.left_out`).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from citedocs.answer.events import (
 from citedocs.answer.evidence import best_sentences, score_sentences
 from citedocs.answer.gate import GateDecision
 from citedocs.answer.generation import ASKS, RETRY_TEMPERATURE, TEMPERATURE, Reply, model_reply
+from citedocs.answer.model_check import SPARE_SUPPORT, checked_by_model
 from citedocs.answer.pages import PageFetcher, links_to_fetch
 from citedocs.answer.passages import passages
 from citedocs.answer.prepared import HIGHLIGHTS, PreparedAnswer, evidence_data
@@ -63,13 +64,7 @@ from citedocs.search.distinct import PASSAGE_OVERLAP
 from citedocs.search.engine import MAX_K, SearchResult
 from citedocs.settings import Settings
 
-__all__ = [
-    "MAX_QUESTION_CHARS",
-    "AnswerEvent",
-    "AnswerFailed",
-    "AnswerService",
-    "collect",
-]
+__all__ = ["MAX_QUESTION_CHARS", "AnswerEvent", "AnswerFailed", "AnswerService", "collect"]
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +84,7 @@ ANSWER_CONSTANTS: Mapping[str, float | int | bool] = {
     "asks_after_refusal": ASKS,
     "retry_temperature": RETRY_TEMPERATURE,
     "quote_chars": QUOTE_CHARS,
+    "model_check_spare": SPARE_SUPPORT,
 }
 
 
@@ -393,10 +389,11 @@ class AnswerService:
         self, prepared: PreparedAnswer, raw: str, finish: Finish, ttft_ms: float | None, generation_ms: float
     ) -> AnswerEvent:
         checked = verdict(raw, prepared.hits, prepared.question, follow_up=bool(prepared.history))
+        if self.llm and not checked.refused and not checked.asks_back:
+            checked = await checked_by_model(self.llm, prepared, checked)
         report, refused, citations = checked.report, checked.refused, checked.citations
-        confirmed = (
-            await confirmed_after_refusal(self.llm, prepared) if refused and self.llm else frozenset[str]()
-        )
+        model_refused = refused and not checked.left_out  # withheld by its check: the model did answer
+        confirmed = await confirmed_after_refusal(self.llm, prepared, model_refused)
         timings = self._timings(prepared, ttft_ms, generation_ms)
         usage = finish.usage
         self.stats.record(
@@ -444,9 +441,10 @@ class AnswerService:
             timings=timings,
             cost_usd=finish.cost_usd,
             trace_id=prepared.trace.trace_id,
-            report=report.to_dict(),
-            quotes=prepared.quotes("" if refused else checked.answer, refused, confirmed),
+            report=checked.report_dict(),
+            quotes=prepared.quotes("" if refused else checked.answer, model_refused, confirmed),
             asks_back=checked.asks_back,
+            left_out=list(checked.left_out),
         )
         return typed_event("done", done)
 

@@ -73,6 +73,12 @@ def print_answer(data: dict[str, Any]) -> None:
             )
             path, heading = escape(one_line(source["path"])), escape(one_line(source.get("heading") or "—"))
             out.print(f"  \\[{source['n']}] {path} · {where} · {heading}")
+    left_out = data.get("left_out") or []
+    if left_out and not data.get("refused"):
+        count = f"{len(left_out)} sentence" + ("s" if len(left_out) > 1 else "")
+        out.print(
+            f"[dim]({count} of the model's answer left out: asked, it did not find them in the sources)[/dim]"
+        )
     if data.get("invalid_citations"):
         out.print(f"[yellow]removed citations to missing sources: {data['invalid_citations']}[/yellow]")
     if data.get("finish_reason") == "repetition":

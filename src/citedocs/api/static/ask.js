@@ -191,17 +191,21 @@ function sentenceSpan(s, text, last) {
   const numbers = s.supported ? s.supported_by : s.cited.filter((n) => n >= 1 && n <= sources.length);
   const bare = text.replace(CITATION, "").replace(UNVERIFIED, "").replace(/\s+$/, "");
   const cut = last ? bare.search(TRAILING) : bare.length;
-  const kind = !s.checked ? "sent" : s.supported ? "sent ok" : "sent unsupported";
+  const kind = s.left_out ? "sent left-out" : !s.checked ? "sent" : s.supported ? "sent ok" : "sent unsupported";
   const span = el("span", { class: kind, dataset: { support: s.support } }, ...inlineNodes(bare.slice(0, cut)));
   if (last) {
     for (const n of numbers) span.append(" ", citeButton(n));
-    if (!s.supported) {
+    if (s.left_out) {
+      span.append(" ", el("span", { class: "badge", title: "Asked whether the passage it cites says this, the " +
+        "model said no: it is not part of the answer." }, "left out"));
+    } else if (!s.supported) {
       span.append(" ", el("span", { class: "badge bad", title: "No passage holds this sentence's content " +
         "(support " + Math.round(s.support * 100) + "%): check it before you rely on it." }, "unverified"));
     }
     span.append(bare.slice(cut));
   }
-  span.title = s.checked ? (s.supported ? "Supported by " + numbers.map((n) => "[" + n + "]").join("") +
+  span.title = s.left_out ? "Left out of the answer: the model did not find it in the passage it cites" :
+    s.checked ? (s.supported ? "Supported by " + numbers.map((n) => "[" + n + "]").join("") +
     " (" + Math.round(s.support * 100) + "% of its content)" : "Not supported by the sources") : "";
   return span;
 }
@@ -339,7 +343,8 @@ function renderDone(data) {
   const notes = [];
   if (isWithheld(data)) {
     const checked = sentences.filter((s) => s.checked);
-    notes.push(say.withheld(checked.filter((s) => s.supported).length, checked.length));
+    notes.push((data.left_out || []).length ? say.withheldByCheck
+      : say.withheld(checked.filter((s) => s.supported).length, checked.length));
     settleEvidence("Withheld");
   } else if (data.refused) {
     const missing = (data.missing_names || []).map(String).join(", ");
@@ -349,8 +354,10 @@ function renderDone(data) {
   } else {
     settleEvidence("Answered");
   }
-  const unsupported = sentences.filter((s) => s.checked && !s.supported).length;
+  const unsupported = sentences.filter((s) => s.checked && !s.supported && !s.left_out).length;
   if (unsupported && !data.refused) notes.push(say.unsupported(unsupported));
+  const leftOut = (data.left_out || []).length;
+  if (leftOut && !data.refused) notes.push(say.leftOut(leftOut));
   if (data.invalid_citations && data.invalid_citations.length) {
     notes.push(say.invalid(data.invalid_citations.map((n) => "[" + n + "]").join(" ")));
   }
