@@ -51,6 +51,7 @@ from citedocs.answer.gate import question_terms, relevance_decision
 from citedocs.answer.passages import passages
 from citedocs.answer.prompt import REFUSAL_SENTENCES, model_text, neutralize
 from citedocs.answer.quotes import Quote, choose_quotes
+from citedocs.answer.verdict import verdict
 from citedocs.eval.cases import Case, load_cases
 from citedocs.eval.metrics import correct_refusal, fact_found, key_fact_recall, wrong_refusal
 from citedocs.eval.prompts import prompt_passages
@@ -210,6 +211,18 @@ def explain_case(case: Case, hits: Sequence[Hit], quotes: list[Quote], synthesis
     print("\n".join(lines), file=sys.stderr)
 
 
+def withheld_by_check(detail: dict[str, Any], hits: Sequence[Hit]) -> bool:
+    """A synthesis withheld because the model's own check left out all of its sentences (answer/model_check.py):
+    its quotes are chosen as for an answer. Runs since `answer-quotes-9` record `left_out`; for the two before
+    (`answer-quotes-8`, `answer-ja-11`) it is the refused reply the citation check alone would have kept."""
+    if not detail.get("refused") or detail.get("refused_before_model"):
+        return False
+    if "left_out" in detail:
+        return bool(detail["left_out"])
+    raw = str(detail.get("raw_answer") or "")
+    return bool(raw) and not verdict(raw, hits, str(detail.get("question", "")), follow_up=False).refused
+
+
 def table(name: str, rows: list[dict[str, Any]], verbatim: tuple[int, int, int]) -> dict[str, Any]:
     shown = [r for r in rows if r["kind"] == "answerable"]
     out: dict[str, Any] = {"run": name, "cases": len(rows), "answerable": len(shown)}
@@ -264,9 +277,10 @@ def run_runs(
             saved = detail.get("quotes") or [] if refused and not alone else []
             flagged = [q for q in saved if "confirmed" in q]
             confirmed = {str(q["text"]) for q in (flagged or saved) if q.get("confirmed", True)}
+            model_refused = refused and not alone and not withheld_by_check(detail, hits)
             quotes = (
                 choose_quotes(
-                    case.question, hits, synthesis, model_refused=refused and not alone, confirmed=confirmed
+                    case.question, hits, synthesis, model_refused=model_refused, confirmed=confirmed
                 )
                 if hits
                 else []

@@ -143,7 +143,7 @@ def test_a_slow_model_keeps_the_answer_as_it_was_within_the_budget() -> None:
 
 
 def test_at_most_max_asks_are_made() -> None:
-    many = " ".join(f"The PORT variable also changes log file number {i} [1]." for i in range(12))
+    many = " ".join(f"The PORT variable also changes log file number {i} [1]." for i in range(MAX_ASKS + 4))
     done, asks = check(many, lambda s: Reply(tokens=["yes"]))
     assert len(asks) == MAX_ASKS and done.left_out == ()  # type: ignore[attr-defined]
 
@@ -206,3 +206,17 @@ def test_a_japanese_sentence_the_model_says_no_to_is_left_out(library: Citedocs,
     done = asyncio.run(go())
     assert done.left_out == ("スクリプトは必ず Python で書かなければなりません [1]。",)  # type: ignore[attr-defined]
     assert done.answer == "メンテナスクリプトは冪等でなければなりません [1]。"  # type: ignore[attr-defined]
+
+
+def test_the_marks_after_a_sentence_left_out_go_with_it() -> None:
+    """A Japanese question mark ends the sentence before its `[unverified]` mark: left behind, the mark would
+    seem to flag the sentence before it (answer-ja-11, c2efa191)."""
+    text = "reject されたっぽい。 [1]送る順番に決まりはある？ [unverified] アップロード先は ftp.upload.debian.org です [1]。"
+    passage = "アップロード先は ftp.upload.debian.org です。"
+    report = check_citations(text, [hit(passage)])
+    gone = [s for s in report.sentences if s.sentence.startswith("送る順番")]
+    assert len(gone) == 1
+    assert (
+        without_sentences(text, gone)
+        == "reject されたっぽい。 [1] アップロード先は ftp.upload.debian.org です [1]。"
+    )

@@ -24,7 +24,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_quotes import EN, EN_CASES, JA, REPO, corpus_chunks, score_case, table, whole_passages
+from bench_quotes import (
+    EN,
+    EN_CASES,
+    JA,
+    REPO,
+    corpus_chunks,
+    score_case,
+    table,
+    whole_passages,
+    withheld_by_check,
+)
 
 from citedocs.answer.citations import SentenceCheck, check_citations
 from citedocs.answer.model_check import SPARE_SUPPORT, without_sentences
@@ -100,7 +110,10 @@ def main() -> None:
                     synthesis, withheld = "", withheld + 1  # quotes chosen as for an answer
                 else:
                     synthesis = without_sentences(synthesis, spans)
-            quotes = choose_quotes(case.question, hits, synthesis, model_refused=refused, confirmed=confirmed)
+            model_refused = refused and not withheld_by_check(detail, hits)
+            quotes = choose_quotes(
+                case.question, hits, synthesis, model_refused=model_refused, confirmed=confirmed
+            )
             row = score_case(case, synthesis, refused or not synthesis, quotes, language, hits=hits)
             rows.append(row)
         out = table(run_dir.name + " (model check)", rows, (0, 0, 0))

@@ -171,6 +171,8 @@ async def _run(
                 "raw_answer": data.get("raw_answer"),
                 "refused": data.get("refused"),
                 "refused_before_model": data.get("refused_before_model"),
+                "refusal_reason": data.get("refusal_reason"),
+                "left_out": data.get("left_out"),
                 "citations": data.get("citations"),
                 "sources": [
                     source_label(s["n"], s["path"], s.get("heading")) for s in data.get("sources", [])

@@ -230,7 +230,8 @@ class _SiteTools:
         numbered sources, and citations are checked. Refuses when the documents do not hold the answer.
         `quotes` are source sentences the answer leaves out, verbatim, each with its source number `n` and
         place (path and line, page or url); with `quotes_label` set they are the whole answer (`confirmed`: the
-        model, having refused, said this sentence answers). `evidence` lists
+        model, having refused, said this sentence answers). `left_out`: sentences of the model's answer
+        removed because the model, asked, did not find them in the passage they cite. `evidence` lists
         the sentences that matched the question best, shown while the model reads (not the answer). For a
         follow-up, pass the earlier turns as `history`; `query` says what was searched."""
         data = self.engine().ask_from_thread(question, history=history)
