@@ -233,9 +233,15 @@ def test_key_facts_are_scored_on_what_the_reader_sees_and_on_each_part() -> None
     assert answered["answer_chars"] == len(COPIED + "\n" + "The metrics port is 9464.")
     withheld = score_case(case, {"answer": REFUSAL_SENTENCE, "refused": True, "quotes": quotes}, None)
     assert withheld["key_fact_recall"] == 0.5 and withheld["key_fact_recall_synthesis"] == 0.0
-    assert withheld["wrong_refusal_rate"] == 1.0
+    # the synthesis was refused, but the reader was shown the quotes: a refusal of the synthesis only
+    assert withheld["wrong_refusal_rate"] == 1.0 and withheld["wrong_refusal_rate_reader"] == 0.0
     silent = score_case(case, {"answer": REFUSAL_SENTENCE, "refused": True, "quotes": []}, None)
     assert silent["key_fact_recall"] == 0.0 and silent["answer_chars"] is None
+    assert silent["wrong_refusal_rate_reader"] == 1.0
+    unanswerable = Case("db", "Which database?", kind="unanswerable")
+    quoted = score_case(unanswerable, {"answer": REFUSAL_SENTENCE, "refused": True, "quotes": quotes}, None)
+    assert quoted["correct_refusal"] == 1.0 and quoted["correct_refusal_reader"] == 0.0
+    assert quoted["wrong_refusal_rate_reader"] is None
 
 
 def test_runs_with_the_same_seed_send_the_same_prompts_and_runs_without_one_do_not(tmp_path: Path) -> None:

@@ -93,6 +93,10 @@ def score_case(
         "wrong_refusal_rate": wrong_refusal(case.kind, refused),
         "correct_refusal": correct_refusal(case.kind, refused),
     }
+    # what the reader sees: nothing at all only when the synthesis is refused and no quote is shown
+    silent = refused and not data.get("quotes")
+    row["wrong_refusal_rate_reader"] = wrong_refusal(case.kind, silent)
+    row["correct_refusal_reader"] = correct_refusal(case.kind, silent)
     if case.kind == "off_topic":
         row["gate_refusal"] = 1.0 if data.get("refused_before_model") else 0.0
     if case.answerable:

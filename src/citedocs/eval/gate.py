@@ -44,7 +44,9 @@ __all__ = [
     "write_noise",
 ]
 
-LOWER_IS_BETTER = frozenset({"wrong_refusal_rate", "invalid_citation_rate", "answer_chars"})
+LOWER_IS_BETTER = frozenset(
+    {"wrong_refusal_rate", "wrong_refusal_rate_reader", "invalid_citation_rate", "answer_chars"}
+)
 _SUMMARY_TOLERANCE = 1e-4
 
 
