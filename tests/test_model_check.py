@@ -135,6 +135,12 @@ def test_only_a_clear_no_leaves_a_sentence_out(judge: Callable[[str], Reply]) ->
     assert done.left_out == () and done.answer == ANSWER  # type: ignore[attr-defined]
 
 
+def test_a_failed_ask_ends_the_asking() -> None:
+    two = f"{ADDED} The PORT variable also renames the log file every hour [1]."
+    done, asks = check(two, lambda s: Reply.error(500))
+    assert done.left_out == () and len(asks) == 1  # type: ignore[attr-defined]
+
+
 def test_a_slow_model_keeps_the_answer_as_it_was_within_the_budget() -> None:
     started = time.perf_counter()
     done, _ = check(ANSWER, lambda s: Reply(tokens=["no"], first_delay_s=3.0), budget_s=0.5)

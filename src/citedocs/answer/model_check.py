@@ -118,7 +118,7 @@ async def check_answer(
     report = check_citations(answer, hits)
     checked = [s for s in report.sentences if s.checked]
     gone: list[SentenceCheck] = []
-    asked = 0
+    asked, failed = 0, False
     for sentence in checked:
         if sentence.supported and sentence.support >= SPARE_SUPPORT:
             continue
@@ -132,7 +132,7 @@ async def check_answer(
                 verdicts.append(True)
                 break
             left = budget_s - (time.perf_counter() - started)
-            if asked >= MAX_ASKS or left <= 0:
+            if failed or asked >= MAX_ASKS or left <= 0:
                 verdicts.append(None)
                 break
             ask = llm.complete(
@@ -143,9 +143,10 @@ async def check_answer(
             )
             try:
                 done = await asyncio.wait_for(ask, left)
-            except Exception as exc:  # an optional step: a failure or delay keeps the sentence
+            except Exception as exc:  # an optional step: a failure or delay keeps this sentence and the rest
                 log.info("asking the model to check a sentence failed: %r", exc)
                 verdicts.append(None)
+                failed = True
                 break
             asked += 1
             verdict = parse_verdict(done.text)
