@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from fakes.openai_server import FakeOpenAI, Reply
+from fakes.openai_server import FakeOpenAI, RecordedRequest, Reply
 
 QUESTION = "Which port does the server listen on by default?"
 ANSWER = ["The server listens", " on port 8765", " by default [1]."]
@@ -195,6 +195,30 @@ def test_ask_withholds_an_answer_its_sources_do_not_hold_and_says_why(tmp_path: 
     assert [(q["text"], q["n"], q["line"]) for q in data["quotes"]] == [
         ("The server listens on port 8765 by default.", 1, 5)
     ]
+
+
+def test_ask_leaves_out_a_sentence_the_model_does_not_find_in_its_source_and_says_so(
+    tmp_path: Path, indexed: Path
+) -> None:
+    """The model, asked after its answer whether the passage says each sentence (answer/model_check.py), says
+    no to one: the checked answer leaves it out, the terminal says so, the JSON lists it."""
+    said = "The server listens on port 8765 by default [1]. Install citedocs with pipx to get port 9999 [1]."
+
+    def respond(request: RecordedRequest) -> Reply:
+        if request.body.get("stream"):
+            return Reply(tokens=[said])
+        return Reply(tokens=["no" if "9999" in json.dumps(request.body) else "yes"])
+
+    with FakeOpenAI(responder=respond) as fake:
+        proc = ask(tmp_path, fake.base_url)
+        as_json = ask(tmp_path, fake.base_url, "--json")
+    assert proc.returncode == 0, proc.stderr
+    printed = " ".join(proc.stdout.split())
+    assert "Answer (citations checked): The server listens on port 8765 by default [1]." in printed
+    assert "(1 sentence of the model's answer left out: asked, it did not find it in the sources)" in printed
+    data = json.loads(as_json.stdout)
+    assert data["left_out"] == ["Install citedocs with pipx to get port 9999 [1]."]
+    assert "9999" not in data["answer"] and not data["refused"]
 
 
 def test_ask_refuses_a_question_naming_what_no_passage_writes_and_says_which(

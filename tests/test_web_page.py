@@ -415,6 +415,35 @@ def test_a_sentence_the_model_does_not_find_in_its_source_is_shown_struck_out(
     assert asks and all(r.body["max_tokens"] == 3 for r in asks)
 
 
+def test_an_answer_the_model_finds_nowhere_in_its_sources_is_withheld_and_the_quotes_answer(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Both sentences reuse the passage's words (the citation check lets them through), and the model, asked
+    about each, says its passage does not say it: the page withholds the answer, says why, and the quotes
+    answer instead."""
+    said = (
+        "The server listens on port 8765 only after you install citedocs twice [1]. "
+        "Pipx restarts the server every night by default [1]."
+    )
+
+    def respond(request: RecordedRequest) -> Reply:
+        return Reply(tokens=[said]) if request.body.get("stream") else Reply(tokens=["no"])
+
+    with FakeOpenAI(responder=respond) as fake:
+        llm = LLMClient(fake.base_url, "scripted")
+        with page_server(tmp_path, llm=llm) as url, new_page(browser, url) as page:
+            ask(page, QUESTION)
+            page.wait_for_selector("#answer:not(.streaming) details.withheld")
+            notice = page.inner_text("#notice")
+            assert "Withheld: asked about each sentence of its answer" in notice and "only 0 of" not in notice
+            page.wait_for_selector("#quotes.alone:not([hidden])")
+            assert page.inner_text("#quotes h3") == "What the sources say"
+            shown = page.locator("#answer details.withheld")
+            shown.locator("summary").click()
+            assert shown.locator(".sent.left-out").count() == 2
+        close(llm)
+
+
 def test_an_answer_the_sources_do_not_hold_is_withheld_with_the_models_words_one_click_away(
     browser: Any, tmp_path: Path
 ) -> None:

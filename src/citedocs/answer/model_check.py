@@ -158,7 +158,9 @@ async def check_answer(
     withheld = bool(checked) and len(gone) == len(checked)
     return ModelCheck(
         answer="" if withheld else without_sentences(answer, gone),
-        left_out=tuple(s.sentence for s in gone),
+        left_out=tuple(
+            s.sentence.replace(f" {UNVERIFIED_MARK}", "").replace(UNVERIFIED_MARK, "") for s in gone
+        ),
         withheld=withheld,
         asked=asked,
         ms=ms(time.perf_counter() - started),

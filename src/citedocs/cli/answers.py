@@ -75,9 +75,10 @@ def print_answer(data: dict[str, Any]) -> None:
             out.print(f"  \\[{source['n']}] {path} · {where} · {heading}")
     left_out = data.get("left_out") or []
     if left_out and not data.get("refused"):
-        count = f"{len(left_out)} sentence" + ("s" if len(left_out) > 1 else "")
+        one = len(left_out) == 1
+        count, them = f"{len(left_out)} sentence" + ("" if one else "s"), "it" if one else "them"
         out.print(
-            f"[dim]({count} of the model's answer left out: asked, it did not find them in the sources)[/dim]"
+            f"[dim]({count} of the model's answer left out: asked, it did not find {them} in the sources)[/dim]"
         )
     if data.get("invalid_citations"):
         out.print(f"[yellow]removed citations to missing sources: {data['invalid_citations']}[/yellow]")
