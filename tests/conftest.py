@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import shutil
 import tempfile
@@ -41,6 +43,41 @@ def shared(*parts: str) -> Path:
 @pytest.fixture
 def shared_data() -> Path:
     return shared()
+
+
+# -- Answers over a one-file index ------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def one_file_library(tmp_path: Path, name: str, text: str) -> Iterator[Any]:
+    """A keyword-only `Citedocs` on a real index in tmp_path of one document, `name` holding `text`."""
+    from citedocs.service import Citedocs
+    from citedocs.settings import Settings
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / name).write_text(text, encoding="utf-8")
+    app = Citedocs(Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", llm_read_timeout_s=2.0))
+    try:
+        app.add_folder(docs)
+        app.index()
+        yield app
+    finally:
+        app.close()
+
+
+def last_answer_event(library: Any, base_url: str, question: str) -> Any:
+    """The one terminal event (`done` or `error`) of `library`'s answer to `question`, its model at
+    `base_url` (no retries)."""
+    from citedocs.llm.client import LLMClient
+
+    async def go() -> Any:
+        async with LLMClient(base_url, "fake", read_timeout_s=2.0, backoff_s=0.01, max_retries=0) as llm:
+            events = [e async for e in library.answer_service(llm).stream(question)]
+        assert [e.terminal for e in events].count(True) == 1
+        return events[-1]
+
+    return asyncio.run(go())
 
 
 # -- PostgreSQL ------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from citedocs.answer.support import JUDGE_SYSTEM
 from citedocs.hits import Hit
 from citedocs.llm.client import LLMClient
 from citedocs.service import Citedocs
-from citedocs.settings import Settings
+from conftest import last_answer_event, one_file_library
 from fakes.openai_server import FakeOpenAI, RecordedRequest, Reply
 
 SERVER = (
@@ -69,26 +69,12 @@ def no_to(*parts: str) -> Callable[[str], Reply]:
 
 @pytest.fixture
 def library(tmp_path: Path) -> Iterator[Citedocs]:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "server.md").write_text(SERVER, encoding="utf-8")
-    app = Citedocs(Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", llm_read_timeout_s=2.0))
-    app.add_folder(docs)
-    app.index()
-    yield app
-    app.close()
+    with one_file_library(tmp_path, "server.md", SERVER) as app:
+        yield app
 
 
 def answer(library: Citedocs, server: FakeOpenAI, question: str = QUESTION) -> AnswerEvent:
-    async def go() -> AnswerEvent:
-        async with LLMClient(
-            server.base_url, "fake", read_timeout_s=2.0, backoff_s=0.01, max_retries=0
-        ) as llm:
-            events = [e async for e in library.answer_service(llm).stream(question)]
-        assert [e.terminal for e in events].count(True) == 1
-        return events[-1]
-
-    return asyncio.run(go())
+    return last_answer_event(library, server.base_url, question)
 
 
 def check(answer_text: str, judge: Callable[[str], Reply], budget_s: float = 10.0) -> tuple[object, list]:

@@ -25,7 +25,7 @@ from citedocs.answer.quotes import QUOTES_LABEL, choose_quotes, to_confirm
 from citedocs.hits import Hit
 from citedocs.llm.client import LLMClient
 from citedocs.service import Citedocs
-from citedocs.settings import Settings
+from conftest import last_answer_event, one_file_library
 from fakes.openai_server import FakeOpenAI, RecordedRequest, Reply
 
 # From the Debian developer's reference (../shared/data/ja-developers-reference, best-pkging-practices 6.5):
@@ -132,14 +132,8 @@ def test_nothing_is_asked_when_no_sentence_comes_near_the_question() -> None:
 
 @pytest.fixture
 def library(tmp_path: Path) -> Iterator[Citedocs]:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "scripts.md").write_text(MAINTAINER_SCRIPTS, encoding="utf-8")
-    app = Citedocs(Settings(db=str(tmp_path / "index.sqlite3"), embedder="none", llm_read_timeout_s=2.0))
-    app.add_folder(docs)
-    app.index()
-    yield app
-    app.close()
+    with one_file_library(tmp_path, "scripts.md", MAINTAINER_SCRIPTS) as app:
+        yield app
 
 
 def model(confirm: Callable[[str], Reply]) -> Callable[[RecordedRequest], Reply]:
@@ -155,15 +149,7 @@ def model(confirm: Callable[[str], Reply]) -> Callable[[RecordedRequest], Reply]
 
 
 def answer(library: Citedocs, server: FakeOpenAI) -> AnswerEvent:
-    async def go() -> AnswerEvent:
-        async with LLMClient(
-            server.base_url, "fake", read_timeout_s=2.0, backoff_s=0.01, max_retries=0
-        ) as llm:
-            events = [e async for e in library.answer_service(llm).stream(QUESTION)]
-        assert [e.terminal for e in events].count(True) == 1
-        return events[-1]
-
-    return asyncio.run(go())
+    return last_answer_event(library, server.base_url, QUESTION)
 
 
 def test_a_refused_answer_shows_the_sentence_the_model_confirms(library: Citedocs) -> None:

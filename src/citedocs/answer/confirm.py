@@ -18,16 +18,13 @@ it confirmed a quote for an unanswerable question; docs/decisions/answers.md, te
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from citedocs.answer.asks import Asker
 from citedocs.answer.prepared import PreparedAnswer
 from citedocs.answer.quotes import Quote
-from citedocs.answer.stats import ms
 from citedocs.llm.chat import ChatModel
 
 __all__ = [
@@ -41,7 +38,6 @@ __all__ = [
     "says_yes",
 ]
 
-log = logging.getLogger(__name__)
 
 CONFIRM_SYSTEM = (
     "You check whether a sentence taken from a document answers a question. Answer yes only if the "
@@ -88,28 +84,15 @@ async def confirm_quotes(
 ) -> Confirmation:
     """Ask about each of `quotes` in turn (at most MAX_ASKS, none started after `budget_s`); a failed ask
     ends the asking, and what was confirmed before it stands: this only adds quotes to a refusal."""
-    started = time.perf_counter()
+    asks = Asker(llm, MAX_ASKS, budget_s, seed)
     confirmed: set[str] = set()
-    asked = 0
-    for quote in quotes[:MAX_ASKS]:
-        left = budget_s - (time.perf_counter() - started)
-        if left <= 0:
+    for quote in quotes:
+        reply = await asks.ask(confirm_messages(question, quote.text), "confirm a quote")
+        if reply is None:
             break
-        ask = llm.complete(
-            confirm_messages(question, quote.text),
-            max_tokens=3,
-            temperature=0.0,
-            extra=None if seed is None else {"seed": seed},
-        )
-        try:
-            done = await asyncio.wait_for(ask, left)
-        except Exception as exc:  # an optional step: any failure or delay leaves the refusal as it was
-            log.info("asking the model to confirm a quote failed: %r", exc)
-            break
-        asked += 1
-        if says_yes(done.text):
+        if says_yes(reply):
             confirmed.add(quote.text)
-    return Confirmation(frozenset(confirmed), asked, ms(time.perf_counter() - started))
+    return Confirmation(frozenset(confirmed), asks.asked, asks.ms)
 
 
 async def confirmed_after_refusal(

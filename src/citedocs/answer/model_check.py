@@ -23,17 +23,14 @@ sentence out (still shown, struck through) or withholds the answer (the quotes, 
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from citedocs.answer.asks import Asker
 from citedocs.answer.citations import UNVERIFIED_MARK, SentenceCheck, check_citations
 from citedocs.answer.prepared import PreparedAnswer
 from citedocs.answer.prompt import question_language, refusal_sentence
-from citedocs.answer.stats import ms
 from citedocs.answer.support import copied_from, judge_messages, parse_verdict
 from citedocs.answer.verdict import Verdict
 from citedocs.hits import Hit
@@ -51,7 +48,6 @@ __all__ = [
     "without_sentences",
 ]
 
-log = logging.getLogger(__name__)
 
 # Kept without asking: the share of a sentence's content its passages hold (citations.SUPPORT_THRESHOLD is
 # 0.6). Measured on four hand-graded runs: dropping every "no" kept 0.775 of the key facts a reader sees at
@@ -117,46 +113,15 @@ async def check_answer(
     budget_s: float = BUDGET_S,
 ) -> ModelCheck:
     """Check each sentence of `answer` (as delivered: citations repaired) against the passages it cites."""
-    started = time.perf_counter()
+    asks = Asker(llm, MAX_ASKS, budget_s, seed)
     report = check_citations(answer, hits)
     checked = [s for s in report.sentences if s.checked]
     gone: list[SentenceCheck] = []
-    asked, failed = 0, False
     for sentence in checked:
         if sentence.supported and sentence.support >= SPARE_SUPPORT:
             continue
         cited = [n for n in sentence.cited if 1 <= n <= len(hits)]
-        if not cited:
-            gone.append(sentence)
-            continue
-        verdicts: list[bool | None] = []
-        for n in cited:
-            if copied_from(sentence.sentence, hits[n - 1].text):
-                verdicts.append(True)
-                break
-            left = budget_s - (time.perf_counter() - started)
-            if failed or asked >= MAX_ASKS or left <= 0:
-                verdicts.append(None)
-                break
-            ask = llm.complete(
-                judge_messages(sentence.sentence, hits[n - 1].text),
-                max_tokens=3,
-                temperature=0.0,
-                extra=None if seed is None else {"seed": seed},
-            )
-            try:
-                done = await asyncio.wait_for(ask, left)
-            except Exception as exc:  # an optional step: a failure or delay keeps this sentence and the rest
-                log.info("asking the model to check a sentence failed: %r", exc)
-                verdicts.append(None)
-                failed = True
-                break
-            asked += 1
-            verdict = parse_verdict(done.text)
-            verdicts.append(verdict)
-            if verdict is not False:
-                break
-        if verdicts and all(v is False for v in verdicts):
+        if not cited or await _says_no_to_each(asks, sentence.sentence, [hits[n - 1].text for n in cited]):
             gone.append(sentence)
     withheld = bool(checked) and len(gone) == len(checked)
     return ModelCheck(
@@ -165,9 +130,21 @@ async def check_answer(
             s.sentence.replace(f" {UNVERIFIED_MARK}", "").replace(UNVERIFIED_MARK, "") for s in gone
         ),
         withheld=withheld,
-        asked=asked,
-        ms=ms(time.perf_counter() - started),
+        asked=asks.asked,
+        ms=asks.ms,
     )
+
+
+async def _says_no_to_each(asks: Asker, sentence: str, passages: Sequence[str]) -> bool:
+    """Whether the model says a clear no for every passage (a copied sentence is held without asking; no ask
+    left, or an unclear reply, is not a no)."""
+    for passage in passages:
+        if copied_from(sentence, passage):
+            return False
+        reply = await asks.ask(judge_messages(sentence, passage), "check a sentence")
+        if reply is None or parse_verdict(reply) is not False:
+            return False
+    return True
 
 
 async def checked_by_model(llm: ChatModel, prepared: PreparedAnswer, checked: Verdict) -> Verdict:
